@@ -1,0 +1,38 @@
+# The course's commands. `make book` and `make test` create the environment (.venv/) on first use.
+#   make book     build the rendered book into _build/html (executes the chapters)
+#   make test     lint, unit tests, notebook regression (nbval), course integrity, grading round trips
+#   make release  regenerate exercises/ from solutions/ with nbgrader
+
+PYTHON ?= $(shell command -v python3.11 2>/dev/null || command -v python3)
+VENV := .venv
+BIN := $(CURDIR)/$(VENV)/bin
+# nbgrader runs `alembic` as a program, so the environment's bin/ must come first on PATH.
+export PATH := $(BIN):$(PATH)
+STAMP := $(VENV)/.installed
+
+.PHONY: env book test lint release clean
+
+env: $(STAMP)
+
+$(STAMP): requirements.txt pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
+	touch $(STAMP)
+
+book: env
+	$(BIN)/jupyter-book build --all .
+	@echo
+	@echo "The book is built. Open it: file://$(CURDIR)/_build/html/index.html"
+
+lint: env
+	$(BIN)/ruff check seqlab tests
+
+test: lint
+	$(BIN)/python -m pytest -n 2 --dist loadfile tests book solutions --nbval --sanitize-with tests/nbval_sanitize.cfg
+
+release: env
+	$(BIN)/python -m seqlab.release
+
+clean:
+	rm -rf _build

@@ -1,0 +1,147 @@
+"""seqlab.rnn against torch.nn: same parameters in, same outputs, states and gradients out."""
+
+import itertools
+
+import pytest
+import torch
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+from torch.testing import assert_close
+
+from seqlab import rnn
+
+B, S, I, H = 4, 6, 3, 5
+LENGTHS = torch.tensor([6, 2, 4, 1])  # unsorted, with a full-length and a one-step sequence
+
+LAYERS = {"RNN": (rnn.RNN, nn.RNN), "LSTM": (rnn.LSTM, nn.LSTM), "GRU": (rnn.GRU, nn.GRU)}
+CELLS = {"RNNCell": (rnn.RNNCell, nn.RNNCell), "LSTMCell": (rnn.LSTMCell, nn.LSTMCell), "GRUCell": (rnn.GRUCell, nn.GRUCell)}
+
+
+def pair(ours_cls, torch_cls, *args, **kwargs):
+    """A torch.nn module and ours holding the same float64 parameters."""
+    torch.manual_seed(0)
+    reference = torch_cls(*args, **kwargs).double()
+    ours = ours_cls(*args, **kwargs).double()
+    ours.load_state_dict(reference.state_dict())
+    return ours, reference
+
+
+def flat(state):
+    return state if isinstance(state, tuple) else (state,)
+
+
+def assert_same_grads(ours, reference):
+    ours_params = dict(ours.named_parameters())
+    assert ours_params.keys() == dict(reference.named_parameters()).keys()
+    for name, p in reference.named_parameters():
+        assert_close(ours_params[name].grad, p.grad, msg=lambda m, name=name: f"grad of {name}: {m}")
+
+
+@pytest.mark.parametrize("name", CELLS)
+@pytest.mark.parametrize("with_state", [False, True])
+def test_cell_matches_torch(name, with_state):
+    ours, reference = pair(*CELLS[name], I, H)
+    x = torch.randn(B, I, dtype=torch.double)
+    state = None
+    if with_state:
+        state = (torch.randn(B, H, dtype=torch.double), torch.randn(B, H, dtype=torch.double))
+        state = state if name == "LSTMCell" else state[0]
+    out_ours, out_ref = ours(x, state), reference(x, state)
+    for a, b in zip(flat(out_ours), flat(out_ref)):
+        assert_close(a, b)
+    sum(o.sin().sum() for o in flat(out_ours)).backward()
+    sum(o.sin().sum() for o in flat(out_ref)).backward()
+    assert_same_grads(ours, reference)
+
+
+def test_cell_without_bias_and_relu():
+    ours, reference = pair(rnn.RNNCell, nn.RNNCell, I, H, bias=False, nonlinearity="relu")
+    x = torch.randn(B, I, dtype=torch.double)
+    assert_close(ours(x), reference(x))
+    assert ours.bias_ih is None
+
+
+CASES = list(itertools.product(LAYERS, [1, 2], [False, True], [False, True]))
+
+
+@pytest.mark.parametrize("name,num_layers,bidirectional,padded", CASES)
+def test_layer_matches_torch(name, num_layers, bidirectional, padded):
+    ours, reference = pair(*LAYERS[name], I, H, num_layers=num_layers, bidirectional=bidirectional, batch_first=True)
+    D = 2 if bidirectional else 1
+    x = torch.randn(B, S, I, dtype=torch.double)
+    # A non-zero initial state checks that it is routed to the right layer and direction.
+    h0 = torch.randn(num_layers * D, B, H, dtype=torch.double)
+    state = (h0, torch.randn_like(h0)) if name == "LSTM" else h0
+
+    if padded:
+        out_ours, final_ours = ours(x, state, lengths=LENGTHS)
+        packed = pack_padded_sequence(x, LENGTHS, batch_first=True, enforce_sorted=False)
+        out_ref, final_ref = reference(packed, state)
+        out_ref, _ = pad_packed_sequence(out_ref, batch_first=True, total_length=S)
+    else:
+        out_ours, final_ours = ours(x, state)
+        out_ref, final_ref = reference(x, state)
+
+    assert out_ours.shape == (B, S, D * H)
+    assert_close(out_ours, out_ref)
+    for a, b in zip(flat(final_ours), flat(final_ref)):
+        assert a.shape == (num_layers * D, B, H)
+        assert_close(a, b)
+
+    # A loss that touches every output and final state, with different weights per position.
+    weights = torch.randn_like(out_ours)
+    loss_ours = (out_ours * weights).sum() + sum(s.pow(2).sum() for s in flat(final_ours))
+    loss_ref = (out_ref * weights).sum() + sum(s.pow(2).sum() for s in flat(final_ref))
+    loss_ours.backward()
+    loss_ref.backward()
+    assert_same_grads(ours, reference)
+
+
+@pytest.mark.parametrize("name", LAYERS)
+def test_padded_steps_are_zero_and_do_not_matter(name):
+    layer = LAYERS[name][0](I, H, bidirectional=True)
+    x = torch.randn(B, S, I)
+    out, final = layer(x, lengths=LENGTHS)
+    noisy = x.clone()
+    for b, n in enumerate(LENGTHS):
+        noisy[b, n:] = 100.0  # garbage in the padding
+        assert (out[b, n:] == 0).all()
+    out2, final2 = layer(noisy, lengths=LENGTHS)
+    assert_close(out, out2)
+    for a, b in zip(flat(final), flat(final2)):
+        assert_close(a, b)
+
+
+def test_default_state_is_zero():
+    layer = rnn.GRU(I, H, num_layers=2)
+    x = torch.randn(B, S, I)
+    assert_close(layer(x)[0], layer(x, torch.zeros(2, B, H))[0])
+
+
+def test_dropout_only_between_layers_in_training():
+    ours, reference = pair(rnn.LSTM, nn.LSTM, I, H, num_layers=2, dropout=0.5, batch_first=True)
+    x = torch.randn(B, S, I, dtype=torch.double)
+    ours.eval()
+    reference.eval()
+    assert_close(ours(x)[0], reference(x)[0])
+    ours.train()
+    assert not torch.allclose(ours(x)[0], ours(x)[0])
+
+
+@pytest.mark.parametrize(
+    "call,message",
+    [
+        (lambda: rnn.LSTM(I, H)(torch.randn(B, S, I + 1)), r"input: expected shape \(B, S, 3\), got \(4, 6, 4\)"),
+        (lambda: rnn.LSTM(I, H)(torch.randn(S, I)), r"input: expected shape \(B, S, 3\), got \(6, 3\)"),
+        (lambda: rnn.GRU(I, H)(torch.randn(B, S, I), torch.randn(2, B, H)), r"h_0: expected shape \(1, 4, 5\), got \(2, 4, 5\)"),
+        (lambda: rnn.LSTM(I, H)(torch.randn(B, S, I), torch.randn(1, B, H)), r"expected a pair \(h_0, c_0\)"),
+        (lambda: rnn.RNN(I, H)(torch.randn(B, S, I), lengths=torch.tensor([1, 2])), r"lengths: expected shape \(4\), got \(2\)"),
+        (lambda: rnn.RNN(I, H)(torch.randn(B, S, I), lengths=torch.tensor([1, 2, 7, 3])), r"lengths must lie in \[1, 6\]"),
+        (lambda: rnn.LSTMCell(I, H)(torch.randn(B, I + 2)), r"input: expected shape \(B, 3\), got \(4, 5\)"),
+        (lambda: rnn.GRUCell(I, H)(torch.randn(B, I), torch.randn(B + 1, H)), r"state: expected shape \(4, 5\), got \(5, 5\)"),
+        (lambda: rnn.GRU(I, H, batch_first=False), r"batch-first"),
+    ],
+)
+def test_bad_input_names_shapes(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
