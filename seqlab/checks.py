@@ -27,9 +27,7 @@ def check_shape(name: str, tensor: Tensor, expected: tuple) -> None:
         ValueError: input: expected shape (B, S, 4), got (2, 7, 3)
     """
     if not isinstance(tensor, Tensor):
-        raise ValueError(
-            f"{name}: expected a tensor of shape {_shape_str(expected)}, got {type(tensor).__name__}"
-        )
+        raise ValueError(f"{name}: expected a tensor of shape {_shape_str(expected)}, got {type(tensor).__name__}")
     matches = tensor.dim() == len(expected) and all(
         isinstance(e, str) or e == d for e, d in zip(expected, tensor.shape)
     )

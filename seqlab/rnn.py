@@ -412,7 +412,7 @@ _LAYER_DOC = """
 class RNN(_LayerBase):
     __doc__ = (
         "A multi-layer Elman RNN, ``h_t = act(W_ih x_t + b_ih + W_hh h_{t-1} + b_hh)``.\n\n"
-        "    ``nonlinearity`` is ``\"tanh\"`` (default) or ``\"relu\"``." + _LAYER_DOC
+        '    ``nonlinearity`` is ``"tanh"`` (default) or ``"relu"``.' + _LAYER_DOC
     )
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, nonlinearity: str = "tanh", **kwargs):

@@ -14,7 +14,11 @@ B, S, I, H = 4, 6, 3, 5
 LENGTHS = torch.tensor([6, 2, 4, 1])  # unsorted, with a full-length and a one-step sequence
 
 LAYERS = {"RNN": (rnn.RNN, nn.RNN), "LSTM": (rnn.LSTM, nn.LSTM), "GRU": (rnn.GRU, nn.GRU)}
-CELLS = {"RNNCell": (rnn.RNNCell, nn.RNNCell), "LSTMCell": (rnn.LSTMCell, nn.LSTMCell), "GRUCell": (rnn.GRUCell, nn.GRUCell)}
+CELLS = {
+    "RNNCell": (rnn.RNNCell, nn.RNNCell),
+    "LSTMCell": (rnn.LSTMCell, nn.LSTMCell),
+    "GRUCell": (rnn.GRUCell, nn.GRUCell),
+}
 
 
 def pair(ours_cls, torch_cls, *args, **kwargs):
@@ -133,12 +137,24 @@ def test_dropout_only_between_layers_in_training():
     [
         (lambda: rnn.LSTM(I, H)(torch.randn(B, S, I + 1)), r"input: expected shape \(B, S, 3\), got \(4, 6, 4\)"),
         (lambda: rnn.LSTM(I, H)(torch.randn(S, I)), r"input: expected shape \(B, S, 3\), got \(6, 3\)"),
-        (lambda: rnn.GRU(I, H)(torch.randn(B, S, I), torch.randn(2, B, H)), r"h_0: expected shape \(1, 4, 5\), got \(2, 4, 5\)"),
+        (
+            lambda: rnn.GRU(I, H)(torch.randn(B, S, I), torch.randn(2, B, H)),
+            r"h_0: expected shape \(1, 4, 5\), got \(2, 4, 5\)",
+        ),
         (lambda: rnn.LSTM(I, H)(torch.randn(B, S, I), torch.randn(1, B, H)), r"expected a pair \(h_0, c_0\)"),
-        (lambda: rnn.RNN(I, H)(torch.randn(B, S, I), lengths=torch.tensor([1, 2])), r"lengths: expected shape \(4\), got \(2\)"),
-        (lambda: rnn.RNN(I, H)(torch.randn(B, S, I), lengths=torch.tensor([1, 2, 7, 3])), r"lengths must lie in \[1, 6\]"),
+        (
+            lambda: rnn.RNN(I, H)(torch.randn(B, S, I), lengths=torch.tensor([1, 2])),
+            r"lengths: expected shape \(4\), got \(2\)",
+        ),
+        (
+            lambda: rnn.RNN(I, H)(torch.randn(B, S, I), lengths=torch.tensor([1, 2, 7, 3])),
+            r"lengths must lie in \[1, 6\]",
+        ),
         (lambda: rnn.LSTMCell(I, H)(torch.randn(B, I + 2)), r"input: expected shape \(B, 3\), got \(4, 5\)"),
-        (lambda: rnn.GRUCell(I, H)(torch.randn(B, I), torch.randn(B + 1, H)), r"state: expected shape \(4, 5\), got \(5, 5\)"),
+        (
+            lambda: rnn.GRUCell(I, H)(torch.randn(B, I), torch.randn(B + 1, H)),
+            r"state: expected shape \(4, 5\), got \(5, 5\)",
+        ),
         (lambda: rnn.GRU(I, H, batch_first=False), r"batch-first"),
     ],
 )
