@@ -1,0 +1,171 @@
+"""Helpers for the autograded exercises' test cells.
+
+nbgrader grades a test cell by what it leaves behind: an error or anything written to stderr scores 0,
+a silent run scores full marks. So these helpers raise ``AssertionError`` with a message that tells
+the student what to fix, and never warn or print.
+
+Hidden tests must not reward a student who hands the work to a reference implementation (seqlab's
+own, or torch's). :func:`disabled` switches such references off while the student's code runs::
+
+    h_ref, c_ref = torch_cell(x, (h, c))  # reference values first
+    with disabled(*LSTM_REFERENCES, optional=LSTM_OPTIONAL_REFERENCES):
+        h_new, c_new = lstm_cell_step(x, h, c, *weights)  # the student's code, references off
+    assert_close(h_new, h_ref)
+"""
+
+import contextlib
+import inspect
+import pkgutil
+import types
+
+import torch
+
+__all__ = ["DisabledError", "LSTM_OPTIONAL_REFERENCES", "LSTM_REFERENCES", "check_tensor", "disabled"]
+
+# What an LSTM exercise must not delegate to. ``disabled`` raises if one of these does not exist.
+LSTM_REFERENCES = (
+    "seqlab.rnn.lstm_update",
+    "seqlab.rnn.LSTMCell",
+    "seqlab.rnn.LSTM",
+    "torch.nn.LSTMCell",
+    "torch.nn.LSTM",
+)
+# torch's internal entry points, switched off where this torch version has them.
+LSTM_OPTIONAL_REFERENCES = (
+    "torch.lstm_cell",
+    "torch.lstm",
+    "torch._VF.lstm_cell",
+    "torch._VF.lstm",
+    "torch.ops.aten.lstm_cell",
+    "torch.ops.aten.lstm",
+)
+
+
+class DisabledError(RuntimeError):
+    """Raised by a reference implementation while :func:`disabled` has switched it off."""
+
+
+def _message(target: str) -> str:
+    return f"{target} is switched off while the hidden tests run: write this computation yourself"
+
+
+def _raising_stub(target: str):
+    message = _message(target)
+
+    def disabled_reference(*args, **kwargs):
+        raise DisabledError(message)
+
+    disabled_reference.__qualname__ = disabled_reference.__name__ = f"disabled({target})"
+    return disabled_reference
+
+
+def _raising_code(target: str) -> types.CodeType:
+    """A code object that raises ``DisabledError``, for swapping into a Python function.
+
+    The swapped-in code runs with the *target's* globals, so it may use builtins only (``__import__``).
+    Swapping the code, not just the module attribute, also catches a name bound earlier with
+    ``from seqlab.rnn import lstm_update``.
+    """
+    source = (
+        "def disabled_reference(*args, **kwargs):\n"
+        f"    raise __import__('seqlab.grading').grading.DisabledError({_message(target)!r})\n"
+    )
+    namespace: dict = {}
+    exec(compile(source, f"<disabled {target}>", "exec"), namespace)
+    return namespace["disabled_reference"].__code__
+
+
+def _resolve(target: str):
+    """``"pkg.module.Name.attr"`` → (owner object, attribute name); ``None`` if it does not exist."""
+    owner_name, _, attr = target.rpartition(".")
+    if not owner_name:
+        raise ValueError(f"cannot disable {target!r}: give a dotted path such as 'seqlab.rnn.LSTMCell'")
+    try:
+        owner = pkgutil.resolve_name(owner_name)
+    except (ImportError, AttributeError, ValueError):
+        return None
+    try:
+        inspect.getattr_static(owner, attr)
+    except AttributeError:
+        if not hasattr(owner, attr):  # modules such as torch._VF and torch.ops.aten answer lazily
+            return None
+    return owner, attr
+
+
+def _expand(target: str, owner, attr: str) -> list:
+    """The (owner, attribute, label) patches that switch ``target`` off.
+
+    A class is switched off through its ``__init__`` (no new instances) and its ``forward`` if it has
+    one (instances built before the ``with`` stop working too), so aliases of the class are caught.
+    """
+    value = getattr(owner, attr)
+    if isinstance(value, type):
+        patches = [(value, "__init__", f"{target}.__init__")]
+        if hasattr(value, "forward"):
+            patches.append((value, "forward", f"{target}.forward"))
+        return patches
+    return [(owner, attr, target)]
+
+
+@contextlib.contextmanager
+def disabled(*targets: str, optional=()):
+    """Switch reference implementations off inside a ``with`` block; restore them all on exit.
+
+    Args:
+        targets: dotted paths such as ``"seqlab.rnn.lstm_update"``, ``"torch.nn.LSTMCell"`` or
+            ``"torch.nn.LSTM.forward"``. Calling a disabled function raises :class:`DisabledError`;
+            a disabled class can neither be built nor run (its ``__init__`` and ``forward`` raise).
+            A plain Python function is disabled in place (its code is swapped), so names bound to it
+            before the block (``from seqlab.rnn import lstm_update``) are caught as well.
+        optional: more dotted paths, skipped where they do not exist (torch internals that vary
+            between versions).
+
+    Raises:
+        ValueError: a name in ``targets`` does not exist; nothing is patched then.
+
+    Everything is restored when the block exits, also when it raises: module and class attributes
+    (an inherited attribute is removed again, so inheritance works as before) and function code.
+    Nothing is printed or warned, so a test cell that uses it stays silent on stderr.
+    """
+    patches = []
+    for target, required in [(t, True) for t in targets] + [(t, False) for t in optional]:
+        found = _resolve(target)
+        if found is None:
+            if required:
+                raise ValueError(f"cannot disable {target!r}: no such module attribute")
+            continue
+        patches.extend(_expand(target, *found))
+
+    undo = []
+    try:
+        for owner, attr, label in patches:
+            namespace = vars(owner)
+            own = attr in namespace  # read before patching: vars() is a live view
+            if own:
+                raw = namespace[attr]  # keeps staticmethod/classmethod wrappers for the restore
+                undo.append(lambda owner=owner, attr=attr, raw=raw: setattr(owner, attr, raw))
+            else:  # inherited, or answered by a module's __getattr__: remove our stub afterwards
+                undo.append(lambda owner=owner, attr=attr: delattr(owner, attr))
+            original = getattr(owner, attr)
+            setattr(owner, attr, _raising_stub(label))
+            if isinstance(original, types.FunctionType) and original.__closure__ is None and own:
+                code = original.__code__
+                undo.append(lambda function=original, code=code: setattr(function, "__code__", code))
+                original.__code__ = _raising_code(label)
+        yield
+    finally:
+        for restore in reversed(undo):
+            restore()
+
+
+def check_tensor(name: str, value, shape: tuple, dtype: torch.dtype | None = None) -> None:
+    """Raise ``AssertionError`` unless ``value`` is a tensor of exactly this shape (and dtype).
+
+    Checking the type first means an object that merely compares equal to everything earns nothing.
+    """
+    if not isinstance(value, torch.Tensor):
+        raise AssertionError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
+    if tuple(value.shape) != tuple(shape):
+        raise AssertionError(f"{name} must have shape {tuple(shape)}, got {tuple(value.shape)}")
+    if dtype is not None and value.dtype != dtype:
+        raise AssertionError(f"{name} must have dtype {dtype} (the dtype of the inputs), got {value.dtype}")
