@@ -32,7 +32,7 @@ test: lint
 	$(BIN)/python -m pytest -n 2 --dist loadfile tests book solutions --nbval --sanitize-with tests/nbval_sanitize.cfg
 
 release: env
-	$(BIN)/python -m seqlab.release
+	for dir in solutions/*/; do $(BIN)/nbgrader generate_assignment "$$(basename "$$dir")" --force || exit 1; done
 
 clean:
 	rm -rf _build
