@@ -21,7 +21,7 @@ $(STAMP): requirements.txt pyproject.toml
 	touch $(STAMP)
 
 book: env
-	$(BIN)/jupyter-book build --all .
+	$(BIN)/jupyter-book build --all --warningiserror --keep-going .
 	@echo
 	@echo "The book is built. Open it: file://$(CURDIR)/_build/html/index.html"
 
@@ -29,7 +29,7 @@ lint: env
 	$(BIN)/ruff check seqlab tests
 
 test: lint
-	$(BIN)/python -m pytest -n 2 --dist loadfile tests book solutions --nbval --sanitize-with tests/nbval_sanitize.cfg
+	$(BIN)/python -m pytest -n 2 --dist loadfile tests book solutions --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg
 
 release: env
 	for dir in solutions/*/; do $(BIN)/nbgrader generate_assignment "$$(basename "$$dir")" --force || exit 1; done
