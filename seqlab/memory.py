@@ -16,8 +16,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from seqlab.checks import check_shape
-
-RECURRENT_LAYERS = {"rnn": nn.RNN, "lstm": nn.LSTM, "gru": nn.GRU}
+from seqlab.rnn import TORCH_LAYERS
 
 
 def memory_task(
@@ -81,11 +80,11 @@ class LastStateClassifier(nn.Module):
         gate_bias: float = 3.0,
     ):
         super().__init__()
-        if kind not in RECURRENT_LAYERS:
-            raise ValueError(f"kind must be one of {sorted(RECURRENT_LAYERS)}, got {kind!r}")
+        if kind not in TORCH_LAYERS:
+            raise ValueError(f"kind must be one of {sorted(TORCH_LAYERS)}, got {kind!r}")
         self.kind = kind
         self.embedding = nn.Embedding(vocab_size, embedding_size)
-        self.recurrent = RECURRENT_LAYERS[kind](embedding_size, hidden_size, batch_first=True)
+        self.recurrent = TORCH_LAYERS[kind](embedding_size, hidden_size, batch_first=True)
         self.output = nn.Linear(hidden_size, num_classes)
         if kind in ("lstm", "gru"):
             # The second block of rows is the forget gate (LSTM: i, f, g, o) or the update gate (GRU: r, z, n).

@@ -443,3 +443,8 @@ class GRU(_LayerBase):
 
     def _step(self, gates_x, state, weight_hh, bias_hh):
         return (gru_update(gates_x, state[0], weight_hh, bias_hh),)
+
+
+# The from-scratch layers, and torch.nn's fused layers with the same parameters, by cell name.
+LAYERS = {"rnn": RNN, "lstm": LSTM, "gru": GRU}
+TORCH_LAYERS = {"rnn": nn.RNN, "lstm": nn.LSTM, "gru": nn.GRU}

@@ -1,0 +1,197 @@
+"""Greedy decoding and beam search, for any model that can take one decoder step (chapter 3).
+
+A model is decodable when it has three methods (the Seq2Seq of chapter 3, the attention model of
+chapter 4 and the pointer-generator of chapter 6 all do):
+
+* ``start_decoding(src, src_lengths) -> state``: encode the source; ``state`` is whatever the
+  decoder carries from step to step (hidden state, encoder outputs, coverage...);
+* ``decode_step(prev_tokens (N,), state) -> (log_probs (N, V), state)``: one step for N rows;
+* ``reorder_state(state, index (N',)) -> state``: pick (and repeat) rows, so a beam can follow its
+  best hypotheses.
+
+:class:`Decodable` turns those three into ``greedy_decode`` and ``beam_search``.
+"""
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+
+from seqlab.data import BOS_ID, EOS_ID, PAD_ID
+
+
+@dataclass
+class Hypothesis:
+    """One finished (or cut-off) output of beam search."""
+
+    tokens: list  # token ids, ending with eos unless cut off at max_len
+    score: float  # sum of the tokens' log-probabilities (the ranking score when length_penalty is 0)
+    ranking_score: float  # score / len(tokens) ** length_penalty
+
+
+def pad_token_lists(token_lists: list, device=None) -> Tensor:
+    """``[[5, 2], [7, 8, 2]] → tensor([[5, 2, 0], [7, 8, 2]])``: right-pad with ``PAD_ID``."""
+    width = max(1, max(len(t) for t in token_lists))
+    out = torch.full((len(token_lists), width), PAD_ID, dtype=torch.long, device=device)
+    for row, tokens in enumerate(token_lists):
+        out[row, : len(tokens)] = torch.tensor(tokens, dtype=torch.long)
+    return out  # (B, T)
+
+
+def greedy_search(model, state, batch_size: int, max_len: int, device) -> tuple:
+    """At every step take the single most likely token; stop a row at eos.
+
+    Returns:
+        ``tokens (B, T)`` with ``T <= max_len`` (eos included, then padding), and ``scores (B,)``, the
+        sum of the chosen tokens' log-probabilities.
+    """
+    prev = torch.full((batch_size,), BOS_ID, dtype=torch.long, device=device)  # (B,)
+    finished = torch.zeros(batch_size, dtype=torch.bool, device=device)  # (B,)
+    scores = torch.zeros(batch_size, device=device)  # (B,)
+    outputs = []
+    for _ in range(max_len):
+        log_probs, state = model.decode_step(prev, state)  # (B, V)
+        best_log_prob, prev = log_probs.max(dim=1)  # (B,), (B,)
+        scores = scores + best_log_prob.masked_fill(finished, 0.0)
+        prev = prev.masked_fill(finished, PAD_ID)  # rows that are done only pad
+        outputs.append(prev)
+        finished = finished | (prev == EOS_ID)
+        if finished.all():
+            break
+    return torch.stack(outputs, dim=1), scores  # (B, T), (B,)
+
+
+def beam_search_one(model, state, max_len: int, beam_size: int, device, length_penalty: float = 0.0) -> list:
+    """Beam search for a single source (``state`` has one row).
+
+    Keeps the ``beam_size`` best partial outputs by total log-probability. A hypothesis that emits eos
+    is finished; search stops when no live hypothesis can still beat the best finished one (with
+    ``length_penalty = 0`` scores only fall as outputs grow) or at ``max_len``.
+
+    Returns:
+        The hypotheses, best first (at most ``beam_size``).
+    """
+    live_tokens = [[]]  # token lists of the live hypotheses
+    live_scores = torch.zeros(1, device=device)  # (K,)
+    prev = torch.full((1,), BOS_ID, dtype=torch.long, device=device)  # (K,)
+    finished = []
+
+    def rank(score: float, length: int) -> float:
+        return score / (length**length_penalty)
+
+    for step in range(max_len):
+        log_probs, state = model.decode_step(prev, state)  # (K, V)
+        V = log_probs.shape[1]
+        total = (live_scores.unsqueeze(1) + log_probs).view(-1)  # (K*V,)
+        # 2K candidates guarantee K that do not end here, even if K of them emit eos.
+        top_scores, top_index = total.topk(min(2 * beam_size, total.numel()))
+        next_tokens, next_rows, next_scores = [], [], []
+        for score, index in zip(top_scores.tolist(), top_index.tolist()):
+            row, token = divmod(index, V)
+            tokens = live_tokens[row] + [token]
+            if token == EOS_ID:
+                finished.append(Hypothesis(tokens, score, rank(score, len(tokens))))
+            else:
+                next_tokens.append(tokens)
+                next_rows.append(row)
+                next_scores.append(score)
+            if len(next_tokens) == beam_size:
+                break
+        finished.sort(key=lambda h: h.ranking_score, reverse=True)
+        finished = finished[:beam_size]
+        if not next_tokens:
+            break
+        best_live = max(next_scores)
+        if length_penalty == 0 and len(finished) == beam_size and finished[-1].score >= best_live:
+            break  # no live hypothesis can climb above the worst kept finished one
+        if step == max_len - 1:
+            # Out of steps: live hypotheses end here, without eos.
+            finished += [Hypothesis(t, s, rank(s, len(t))) for t, s in zip(next_tokens, next_scores)]
+            break
+        index = torch.tensor(next_rows, device=device)
+        state = model.reorder_state(state, index)
+        live_tokens = next_tokens
+        live_scores = torch.tensor(next_scores, device=device)  # (K,)
+        prev = torch.tensor([t[-1] for t in next_tokens], device=device)  # (K,)
+    finished.sort(key=lambda h: h.ranking_score, reverse=True)
+    return finished[:beam_size]
+
+
+class Decodable:
+    """Mixin: ``greedy_decode`` and ``beam_search`` from the three decoding methods above."""
+
+    @torch.no_grad()
+    def greedy_decode(self, src: Tensor, src_lengths: Tensor, max_len: int) -> Tensor:
+        """Decode by taking the most likely token at every step.
+
+        Returns:
+            ``(B, T)`` token ids, ``T <= max_len``: each row ends with eos (unless cut off) and is
+            padded with 0 after it.
+        """
+        self.eval()
+        state = self.start_decoding(src, src_lengths)
+        tokens, _ = greedy_search(self, state, src.shape[0], max_len, src.device)
+        return tokens
+
+    @torch.no_grad()
+    def beam_search(
+        self,
+        src: Tensor,
+        src_lengths: Tensor,
+        max_len: int,
+        beam_size: int = 4,
+        length_penalty: float = 0.0,
+        return_hypotheses: bool = False,
+    ):
+        """Decode with beam search, one source at a time.
+
+        Args:
+            src, src_lengths: the batch to decode, ``(B, S)`` and ``(B,)``.
+            max_len: most output tokens per row.
+            beam_size: hypotheses kept at each step; 1 gives greedy decoding.
+            length_penalty: rank hypotheses by ``score / length ** length_penalty`` (0: by score).
+            return_hypotheses: also return every row's finished hypotheses, best first.
+
+        Returns:
+            ``(B, T)`` token ids of each row's best hypothesis (padded with 0), and with
+            ``return_hypotheses`` a list of ``B`` lists of :class:`Hypothesis`.
+        """
+        if beam_size < 1:
+            raise ValueError(f"beam_size must be at least 1, got {beam_size}")
+        self.eval()
+        state = self.start_decoding(src, src_lengths)
+        all_hypotheses = []
+        for row in range(src.shape[0]):
+            row_state = self.reorder_state(state, torch.tensor([row], device=src.device))
+            all_hypotheses.append(beam_search_one(self, row_state, max_len, beam_size, src.device, length_penalty))
+        tokens = pad_token_lists([h[0].tokens for h in all_hypotheses], device=src.device)  # (B, T)
+        return (tokens, all_hypotheses) if return_hypotheses else tokens
+
+
+class BigramTable(Decodable, nn.Module):
+    """A toy "model" whose next-token probabilities depend only on the previous token.
+
+    Useful to see decoding strategies at work on probabilities you choose by hand: ``table[a, b]``
+    is P(next = b | previous = a); rows are normalised. The source is ignored.
+
+    Args:
+        table: ``(V, V)`` non-negative weights.
+
+    Taught in chapter 3.
+    """
+
+    def __init__(self, table: Tensor):
+        super().__init__()
+        if table.dim() != 2 or table.shape[0] != table.shape[1]:
+            raise ValueError(f"table: expected shape (V, V), got {tuple(table.shape)}")
+        probabilities = table / table.sum(dim=1, keepdim=True)  # (V, V)
+        self.register_buffer("log_table", probabilities.clamp(min=1e-12).log())
+
+    def start_decoding(self, src: Tensor, src_lengths: Tensor) -> Tensor:
+        return torch.zeros(src.shape[0], device=src.device)  # no state: the previous token is enough
+
+    def decode_step(self, prev_tokens: Tensor, state: Tensor) -> tuple:
+        return self.log_table[prev_tokens], state  # (N, V)
+
+    def reorder_state(self, state: Tensor, index: Tensor) -> Tensor:
+        return state.index_select(0, index)

@@ -1,0 +1,155 @@
+"""A recurrent encoder over padded batches, and the bridge from its final states to a decoder (chapter 2).
+
+The encoder embeds token ids and runs an RNN, LSTM or GRU over them, in one or two directions. With
+two directions, position ``s`` of the output holds ``[forward state after reading x_1..x_s ;
+backward state after reading x_s..x_n]``: each token sees its left *and* its right context.
+
+Padding: every sequence is read up to its own length. The backward direction must start at the last
+*real* token, not on padding; torch's packed sequences (or ``lengths=`` for seqlab.rnn) do exactly that.
+"""
+
+import torch
+from torch import Tensor, nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from seqlab import rnn
+from seqlab.checks import check_shape
+
+CELLS = tuple(rnn.LAYERS)  # ("rnn", "lstm", "gru")
+
+
+def check_lengths(src: Tensor, src_lengths: Tensor) -> None:
+    """``src (B, S)`` ids and ``src_lengths (B,)`` with every length in ``[1, S]``."""
+    check_shape("src", src, ("B", "S"))
+    check_shape("src_lengths", src_lengths, (src.shape[0],))
+    if src_lengths.numel() and (int(src_lengths.min()) < 1 or int(src_lengths.max()) > src.shape[1]):
+        raise ValueError(
+            f"src_lengths must lie in [1, {src.shape[1]}] (the padded length S), got {src_lengths.tolist()}"
+        )
+
+
+class Encoder(nn.Module):
+    """Embedding + recurrent layer over a padded batch of token ids.
+
+    Args:
+        vocab_size: source vocabulary size V (id 0 is padding).
+        embedding_size: size E of each token embedding.
+        hidden_size: size H of each direction's state.
+        cell: ``"rnn"``, ``"lstm"`` or ``"gru"``.
+        num_layers: stacked recurrent layers L.
+        bidirectional: read the sequence in both directions (D = 2) or left to right only (D = 1).
+        dropout: dropout on the embeddings and between layers.
+        from_scratch: use chapter 1's ``seqlab.rnn`` layers instead of torch.nn's fused ones (same
+            parameters, same results, many times slower: for reading and checking, not for training).
+
+    Shape:
+        - src ``(B, S)`` long, src_lengths ``(B,)`` long.
+        - outputs ``(B, S, D*H)``, zero at padded positions.
+        - final ``h_n (L*D, B, H)``, or ``(h_n, c_n)`` for the LSTM: each direction's state at its own
+          end of each sequence (forward: the last real token; backward: the first token).
+
+    Example::
+
+        >>> encoder = Encoder(vocab_size=20, embedding_size=8, hidden_size=16)
+        >>> outputs, h_n = encoder(torch.tensor([[5, 6, 7], [8, 9, 0]]), torch.tensor([3, 2]))
+        >>> outputs.shape, h_n.shape
+        (torch.Size([2, 3, 32]), torch.Size([2, 2, 16]))
+
+    Taught in chapter 2.
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        embedding_size: int,
+        hidden_size: int,
+        cell: str = "gru",
+        num_layers: int = 1,
+        bidirectional: bool = True,
+        dropout: float = 0.0,
+        from_scratch: bool = False,
+    ):
+        super().__init__()
+        if cell not in CELLS:
+            raise ValueError(f"cell must be one of {CELLS}, got {cell!r}")
+        self.cell = cell
+        self.hidden_size = hidden_size
+        self.num_layers = num_layers
+        self.num_directions = 2 if bidirectional else 1
+        self.output_size = self.num_directions * hidden_size
+        self.from_scratch = from_scratch
+        self.embedding = nn.Embedding(vocab_size, embedding_size, padding_idx=0)
+        self.dropout = nn.Dropout(dropout)
+        layer_cls = (rnn.LAYERS if from_scratch else rnn.TORCH_LAYERS)[cell]
+        self.rnn = layer_cls(
+            embedding_size,
+            hidden_size,
+            num_layers=num_layers,
+            batch_first=True,
+            bidirectional=bidirectional,
+            dropout=dropout if num_layers > 1 else 0.0,
+        )
+
+    def forward(self, src: Tensor, src_lengths: Tensor) -> tuple:
+        check_lengths(src, src_lengths)
+        embedded = self.dropout(self.embedding(src))  # (B, S, E)
+        if self.from_scratch:
+            return self.rnn(embedded, lengths=src_lengths)
+        # Packing tells the fused layer where each sequence ends (lengths must live on the CPU).
+        packed = pack_padded_sequence(embedded, src_lengths.cpu(), batch_first=True, enforce_sorted=False)
+        packed_outputs, final = self.rnn(packed)
+        outputs, _ = pad_packed_sequence(packed_outputs, batch_first=True, total_length=src.shape[1])  # (B, S, D*H)
+        return outputs, final
+
+
+def last_layer_directions(h_n: Tensor, num_layers: int, num_directions: int) -> Tensor:
+    """Concatenate the directions of each layer's final state.
+
+    Shape:
+        - h_n ``(L*D, B, H)``, indexed ``layer * D + direction`` as torch.nn does → ``(L, B, D*H)``.
+    """
+    LD, B, H = h_n.shape
+    per_layer = h_n.view(num_layers, num_directions, B, H)  # (L, D, B, H)
+    return per_layer.permute(0, 2, 1, 3).reshape(num_layers, B, num_directions * H)  # (L, B, D*H)
+
+
+class Bridge(nn.Module):
+    """Turn the encoder's final states into the decoder's initial state: concatenate, project.
+
+    For every layer, the final states of both directions are concatenated and mapped by a linear
+    layer and ``tanh`` to the decoder's hidden size (the LSTM's cell memory gets its own projection).
+
+    Args:
+        encoder_hidden_size: H of each encoder direction.
+        num_directions: D of the encoder.
+        decoder_hidden_size: hidden size of the decoder.
+        num_layers: layers L, the same in encoder and decoder.
+        cell: the encoder's and decoder's cell (``"lstm"`` carries a pair of states).
+
+    Shape:
+        - final ``(L*D, B, H_enc)`` (LSTM: a pair) → ``(L, B, H_dec)`` (LSTM: a pair).
+
+    Taught in chapter 2.
+    """
+
+    def __init__(
+        self, encoder_hidden_size: int, num_directions: int, decoder_hidden_size: int, num_layers: int, cell: str
+    ):
+        super().__init__()
+        self.num_layers = num_layers
+        self.num_directions = num_directions
+        self.cell = cell
+        self.project_h = nn.Linear(num_directions * encoder_hidden_size, decoder_hidden_size)
+        self.project_c = (
+            nn.Linear(num_directions * encoder_hidden_size, decoder_hidden_size) if cell == "lstm" else None
+        )
+
+    def forward(self, final):
+        if self.cell == "lstm":
+            h_n, c_n = final
+            return self._project(self.project_h, h_n), self._project(self.project_c, c_n)
+        return self._project(self.project_h, final)
+
+    def _project(self, linear: nn.Linear, states: Tensor) -> Tensor:
+        concatenated = last_layer_directions(states, self.num_layers, self.num_directions)  # (L, B, D*H_enc)
+        return torch.tanh(linear(concatenated))  # (L, B, H_dec)
