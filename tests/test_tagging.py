@@ -1,0 +1,54 @@
+"""seqlab.tagging: a left-to-right tagger is causal, a bidirectional one is not; training and scoring."""
+
+import torch
+
+from seqlab import data
+from seqlab.tagging import Tagger, tag_accuracy, train_tagger
+
+TOKENS = torch.tensor([[4, 5, 6, 7, 8]])
+LENGTHS = torch.tensor([5])
+
+
+def scores_after_changing_the_last_token(tagger):
+    changed = TOKENS.clone()
+    changed[0, -1] = 9
+    return tagger(TOKENS, LENGTHS), tagger(changed, LENGTHS)
+
+
+def test_left_to_right_tags_do_not_depend_on_later_tokens():
+    torch.manual_seed(0)
+    before, after = scores_after_changing_the_last_token(Tagger(10, 4, bidirectional=False))
+    assert before.shape == (1, 5, 4)
+    assert torch.equal(before[:, :4], after[:, :4])  # positions before the change see nothing of it
+
+
+def test_bidirectional_tags_depend_on_later_tokens():
+    torch.manual_seed(0)
+    before, after = scores_after_changing_the_last_token(Tagger(10, 4, bidirectional=True))
+    assert not torch.allclose(before[:, 0], after[:, 0])  # the first position reads the last token
+
+
+def test_tag_accuracy_counts_only_real_and_selected_tokens():
+    examples = [(["a", "x"], ["O", "K"]), (["b"], ["O"])]
+    words = data.Vocab.build([t for t, _ in examples])
+    tags = data.Vocab.build([g for _, g in examples])
+
+    class Constant(torch.nn.Module):  # always predicts the tag "O"
+        def forward(self, tokens, lengths):
+            scores = torch.zeros(*tokens.shape, len(tags))
+            scores[..., tags.token_to_id("O")] = 1.0
+            return scores
+
+    assert tag_accuracy(Constant(), examples, words, tags) == 2 / 3  # padding is not counted
+    assert tag_accuracy(Constant(), examples, words, tags, skip_tag="O") == 0.0
+
+
+def test_bidirectional_tagger_learns_the_right_context_task():
+    train = data.right_context_task(1200, seed=0)
+    words = data.Vocab.build([t for t, _ in train])
+    tags = data.Vocab.build([g for _, g in train])
+    torch.manual_seed(0)
+    tagger = Tagger(len(words), len(tags), bidirectional=True)
+    losses = train_tagger(tagger, train, words, tags, epochs=4)
+    assert losses[-1] < losses[0]
+    assert tag_accuracy(tagger, data.right_context_task(100, seed=1), words, tags, skip_tag="O") > 0.9
