@@ -8,18 +8,14 @@ and the course is built once).
 """
 
 import csv
-import os
 import shutil
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import nbformat
 import pytest
+from grading_harness import cell, nbgrader, solved
 
 ROOT = Path(__file__).resolve().parents[1]
-BIN = Path(sys.executable).parent  # the course environment's bin/: nbgrader, and alembic that it runs
 ASSIGNMENT = NOTEBOOK = "ex01_lstm_cell"
 STEP_TESTS = ["test_step_shapes", "test_step_matches_torch", "test_step_gradients"]
 SEQUENCE_TESTS = ["test_sequence_shapes", "test_sequence_matches_torch"]
@@ -32,42 +28,6 @@ BROKEN_SEQUENCE = """
 def lstm_over_sequence(x, weight_ih, weight_hh, bias_ih, bias_hh, state=None):
     return torch.zeros(1), (torch.zeros(1), torch.zeros(1))  # wrong shapes: every sequence test fails
 """
-
-
-def nbgrader(course: Path, *args: str) -> float:
-    """Run one nbgrader command in the course; fail with its log if it fails. Returns the wall time."""
-    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
-    start = time.perf_counter()
-    result = subprocess.run(
-        [str(BIN / "nbgrader"), *args, f"--CourseDirectory.root={course}"],
-        cwd=course,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
-    assert result.returncode == 0, f"nbgrader {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}"
-    return time.perf_counter() - start
-
-
-def cell(nb, grade_id):
-    return next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
-
-
-def without_markers(source: str) -> str:
-    """A solution cell as a student who solved it would hand it in: the solution, no nbgrader markers."""
-    return "\n".join(
-        line for line in source.splitlines() if "### BEGIN SOLUTION" not in line and "### END SOLUTION" not in line
-    )
-
-
-def solved(release, solution):
-    """The release with every answer cell filled in from the solution notebook."""
-    nb = nbformat.from_dict(release)
-    for c in nb.cells:
-        if c.metadata.get("nbgrader", {}).get("solution"):
-            c.source = without_markers(cell(solution, c.metadata.nbgrader.grade_id).source)
-    return nb
 
 
 def submit(course: Path, student: str, nb) -> None:
