@@ -1,0 +1,281 @@
+"""Attention: scoring functions, the masked softmax, and the weighted sum (chapters 4 and 5).
+
+Attention is a soft dictionary lookup. Each **query** (what the decoder is looking for) is compared
+with every **key** (what each source position offers) by a scoring function; a softmax over the
+source turns the scores into weights; the **context** is the weighted sum of the **values**::
+
+    scores  = score(queries, keys)          (B, T, S)
+    weights = masked_softmax(scores, mask)  (B, T, S), each row sums to 1 over real keys
+    context = weights @ values              (B, T, Dv)
+
+Every scorer maps ``queries (B, T, Dq), keys (B, S, Dk) → scores (B, T, S)`` and splits the work in
+two: ``prepare_keys(keys)`` does what depends on the keys alone (a projection, a normalisation), once
+per source; ``score(queries, prepared_keys)`` does the rest, once per decoder step.
+``forward(queries, keys)`` is the two together.
+"""
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from seqlab.checks import check_shape
+
+__all__ = [
+    "AdditiveScorer",
+    "BilinearScorer",
+    "DotScorer",
+    "ScaledDotScorer",
+    "CosineScorer",
+    "SCORERS",
+    "make_scorer",
+    "masked_softmax",
+    "Attention",
+]
+
+
+def _check_queries_keys(queries: Tensor, keys: Tensor, query_size=None, key_size=None) -> None:
+    check_shape("queries", queries, ("B", "T", "Dq" if query_size is None else query_size))
+    check_shape("keys", keys, (queries.shape[0], "S", "Dk" if key_size is None else key_size))
+
+
+class _Scorer(nn.Module):
+    def prepare_keys(self, keys: Tensor) -> Tensor:
+        return keys
+
+    def score(self, queries: Tensor, prepared_keys: Tensor) -> Tensor:
+        raise NotImplementedError
+
+    def forward(self, queries: Tensor, keys: Tensor) -> Tensor:
+        return self.score(queries, self.prepare_keys(keys))  # (B, T, S)
+
+
+class AdditiveScorer(_Scorer):
+    r"""Additive (MLP, "concat") scoring of Bahdanau et al. (2015): ``vᵀ tanh(W_k k + W_q q)``.
+
+    In the notation of chapter 4, :math:`u_i^t = v^T \tanh(W_1 h^i + W_2 z^t)`: the keys are the
+    encoder states :math:`h^i` (``W_1`` is ``key_proj``), the query is the decoder state
+    :math:`z^t` (``W_2`` is ``query_proj``). A one-hidden-layer network on the concatenation
+    ``[k; q]``, which is the same thing with ``[W_1 W_2]`` as one matrix.
+
+    Args:
+        query_size: Dq.
+        key_size: Dk.
+        hidden_size: A, the size of the hidden layer (``v`` has A entries).
+
+    Shape:
+        - queries ``(B, T, Dq)``, keys ``(B, S, Dk)`` → scores ``(B, T, S)``.
+
+    The key projection ``W_k k`` does not depend on the query: :meth:`prepare_keys` computes it once
+    per source, and each decoder step pays only for ``W_q q`` and the ``tanh``.
+
+    Taught in chapter 4.
+    """
+
+    def __init__(self, query_size: int, key_size: int, hidden_size: int):
+        super().__init__()
+        self.query_size, self.key_size = query_size, key_size
+        self.key_proj = nn.Linear(key_size, hidden_size, bias=False)  # W_1
+        self.query_proj = nn.Linear(query_size, hidden_size, bias=True)  # W_2 (and the layer's bias)
+        self.v = nn.Linear(hidden_size, 1, bias=False)
+
+    def prepare_keys(self, keys: Tensor) -> Tensor:
+        check_shape("keys", keys, ("B", "S", self.key_size))
+        return self.key_proj(keys)  # (B, S, A)
+
+    def score(self, queries: Tensor, prepared_keys: Tensor) -> Tensor:
+        check_shape("queries", queries, (prepared_keys.shape[0], "T", self.query_size))
+        projected_queries = self.query_proj(queries)  # (B, T, A)
+        # Broadcast every query against every key: (B, T, 1, A) + (B, 1, S, A) -> (B, T, S, A).
+        hidden = torch.tanh(projected_queries.unsqueeze(2) + prepared_keys.unsqueeze(1))
+        return self.v(hidden).squeeze(-1)  # (B, T, S)
+
+
+class BilinearScorer(_Scorer):
+    r"""Bilinear ("general", multiplicative) scoring of Luong et al. (2015): ``qᵀ W k``.
+
+    One weight matrix relates every query dimension to every key dimension, so query and key sizes
+    may differ. :meth:`prepare_keys` computes ``W k`` once per source.
+
+    Args:
+        query_size: Dq.
+        key_size: Dk.
+
+    Shape:
+        - queries ``(B, T, Dq)``, keys ``(B, S, Dk)`` → scores ``(B, T, S)``.
+
+    Taught in chapter 5.
+    """
+
+    def __init__(self, query_size: int, key_size: int):
+        super().__init__()
+        self.query_size, self.key_size = query_size, key_size
+        self.weight = nn.Parameter(torch.empty(query_size, key_size))
+        nn.init.xavier_uniform_(self.weight)
+
+    def prepare_keys(self, keys: Tensor) -> Tensor:
+        check_shape("keys", keys, ("B", "S", self.key_size))
+        return keys @ self.weight.T  # (B, S, Dq): W k for every key
+
+    def score(self, queries: Tensor, prepared_keys: Tensor) -> Tensor:
+        check_shape("queries", queries, (prepared_keys.shape[0], "T", self.query_size))
+        return queries @ prepared_keys.transpose(1, 2)  # (B, T, Dq) @ (B, Dq, S) -> (B, T, S)
+
+
+def _check_same_size(queries: Tensor, keys: Tensor, name: str) -> None:
+    _check_queries_keys(queries, keys)
+    if queries.shape[2] != keys.shape[2]:
+        raise ValueError(
+            f"{name} needs queries and keys of the same size: queries (B, T, {queries.shape[2]}), "
+            f"keys (B, S, {keys.shape[2]}); use BilinearScorer or AdditiveScorer for different sizes"
+        )
+
+
+class DotScorer(_Scorer):
+    """Dot-product scoring: ``q · k``. No parameters; query and key sizes must be equal.
+
+    Shape:
+        - queries ``(B, T, D)``, keys ``(B, S, D)`` → scores ``(B, T, S)``.
+
+    Taught in chapter 5.
+    """
+
+    def score(self, queries: Tensor, prepared_keys: Tensor) -> Tensor:
+        _check_same_size(queries, prepared_keys, type(self).__name__)
+        return queries @ prepared_keys.transpose(1, 2)  # (B, T, S)
+
+
+class ScaledDotScorer(DotScorer):
+    """Scaled dot-product scoring (Vaswani et al., 2017): ``q · k / √D``.
+
+    If the entries of ``q`` and ``k`` are independent with mean 0 and variance 1, ``q · k`` has
+    variance D: the larger D, the larger the scores, the closer the softmax to a one-hot vector and
+    the smaller its gradients. Dividing by √D brings the variance back to 1.
+
+    Shape:
+        - queries ``(B, T, D)``, keys ``(B, S, D)`` → scores ``(B, T, S)``.
+
+    Taught in chapter 5.
+    """
+
+    def score(self, queries: Tensor, prepared_keys: Tensor) -> Tensor:
+        return super().score(queries, prepared_keys) / math.sqrt(queries.shape[2])  # (B, T, S)
+
+
+class CosineScorer(_Scorer):
+    """Cosine-similarity scoring: ``scale · (q · k) / (‖q‖ ‖k‖)``, in ``[-scale, scale]``.
+
+    Only directions count, not lengths. Because the scores are bounded, the softmax over them can
+    never be sharp with ``scale = 1``; a larger ``scale`` (a temperature) allows sharper weights.
+
+    Args:
+        scale: multiplies every cosine (default 1).
+
+    Shape:
+        - queries ``(B, T, D)``, keys ``(B, S, D)`` → scores ``(B, T, S)``.
+
+    Taught in chapter 5.
+    """
+
+    def __init__(self, scale: float = 1.0):
+        super().__init__()
+        self.scale = scale
+
+    def prepare_keys(self, keys: Tensor) -> Tensor:
+        return F.normalize(keys, dim=-1, eps=1e-8)  # (B, S, D), unit length (zero keys stay zero)
+
+    def score(self, queries: Tensor, prepared_keys: Tensor) -> Tensor:
+        _check_same_size(queries, prepared_keys, type(self).__name__)
+        unit_queries = F.normalize(queries, dim=-1, eps=1e-8)  # (B, T, D)
+        return self.scale * (unit_queries @ prepared_keys.transpose(1, 2))  # (B, T, S)
+
+
+SCORERS = ("additive", "bilinear", "dot", "scaled_dot", "cosine")
+
+
+def make_scorer(name: str, query_size: int, key_size: int, hidden_size: int | None = None) -> nn.Module:
+    """The scorer called ``name`` (one of :data:`SCORERS`) for these sizes.
+
+    ``hidden_size`` is the additive scorer's hidden layer (default: ``query_size``).
+    """
+    if name == "additive":
+        return AdditiveScorer(query_size, key_size, hidden_size or query_size)
+    if name == "bilinear":
+        return BilinearScorer(query_size, key_size)
+    if name in ("dot", "scaled_dot", "cosine"):
+        if query_size != key_size:
+            raise ValueError(f"scorer {name!r} needs query_size == key_size, got {query_size} and {key_size}")
+        return {"dot": DotScorer, "scaled_dot": ScaledDotScorer, "cosine": CosineScorer}[name]()
+    raise ValueError(f"scorer must be one of {SCORERS}, got {name!r}")
+
+
+def masked_softmax(scores: Tensor, mask: Tensor | None = None) -> Tensor:
+    """Softmax over the last dimension that gives padded keys exactly zero weight.
+
+    Args:
+        scores: ``(B, T, S)`` attention scores.
+        mask: ``(B, S)`` bool, True at real keys; None means every key is real.
+
+    Returns:
+        ``(B, T, S)`` weights: each row sums to 1 over its real keys, is exactly 0 on padded keys, and
+        is all zeros (never NaN) when a row has no real key at all.
+
+    Padded scores are replaced by the most negative finite number of the dtype, not by ``-inf``:
+    a row of only ``-inf`` would give 0/0 = NaN. The result is then multiplied by the mask, which
+    zeroes the padded keys exactly (and the all-padding rows entirely). Safe in float16.
+
+    Taught in chapter 4.
+    """
+    check_shape("scores", scores, ("B", "T", "S"))
+    if mask is None:
+        return torch.softmax(scores, dim=-1)
+    check_shape("mask", mask, (scores.shape[0], scores.shape[2]))
+    if mask.dtype != torch.bool:
+        raise ValueError(f"mask: expected a bool tensor (True at real keys), got {mask.dtype}")
+    keep = mask.unsqueeze(1)  # (B, 1, S): the same keys for every query
+    filled = scores.masked_fill(~keep, torch.finfo(scores.dtype).min)  # (B, T, S)
+    return torch.softmax(filled, dim=-1) * keep  # (B, T, S)
+
+
+class Attention(nn.Module):
+    """Score, normalise, and take the weighted sum of the values.
+
+    Args:
+        scorer: any scorer of this module.
+
+    Shape:
+        - queries ``(B, T, Dq)``, keys ``(B, S, Dk)``, values ``(B, S, Dv)``, mask ``(B, S)`` bool
+          → context ``(B, T, Dv)``, weights ``(B, T, S)``.
+
+    ``prepared_keys`` (from ``scorer.prepare_keys(keys)``) may be passed to skip the key-only work
+    when the same keys are queried many times, as a decoder does at every step.
+
+    Example::
+
+        >>> attention = Attention(DotScorer())
+        >>> context, weights = attention(torch.randn(2, 1, 4), torch.randn(2, 5, 4), torch.randn(2, 5, 3))
+        >>> context.shape, weights.shape
+        (torch.Size([2, 1, 3]), torch.Size([2, 1, 5]))
+
+    Taught in chapter 4.
+    """
+
+    def __init__(self, scorer: nn.Module):
+        super().__init__()
+        self.scorer = scorer
+
+    def forward(
+        self, queries: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None = None, prepared_keys=None
+    ) -> tuple:
+        _check_queries_keys(queries, keys)
+        check_shape("values", values, (keys.shape[0], keys.shape[1], "Dv"))
+        # 1) score every query against every key
+        if prepared_keys is None:
+            prepared_keys = self.scorer.prepare_keys(keys)
+        scores = self.scorer.score(queries, prepared_keys)  # (B, T, S)
+        # 2) normalise over the real keys
+        weights = masked_softmax(scores, mask)  # (B, T, S)
+        # 3) the context: a weighted sum of the values
+        context = weights @ values  # (B, T, S) @ (B, S, Dv) -> (B, T, Dv)
+        return context, weights
