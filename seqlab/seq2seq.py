@@ -162,3 +162,7 @@ class Seq2Seq(Decodable, nn.Module):
         else:
             hidden = hidden.index_select(1, index)
         return context.index_select(0, index), hidden
+
+
+# Both encoder-decoder models are reachable from seqlab.seq2seq; the attention model has its own module.
+from seqlab.attention_seq2seq import AttentionSeq2Seq  # noqa: E402, F401
