@@ -2,6 +2,7 @@
 #   make book     build the rendered book into _build/html (executes the chapters)
 #   make test     lint, unit tests, notebook regression (nbval), course integrity, grading round trips
 #   make release  regenerate exercises/ from solutions/ with nbgrader
+#   make grade NB=PATH   grade an exercise notebook where it is (seqlab grade PATH): points, feedback
 
 PYTHON ?= $(shell command -v python3.11 2>/dev/null || command -v python3)
 VENV := .venv
@@ -10,7 +11,7 @@ BIN := $(CURDIR)/$(VENV)/bin
 export PATH := $(BIN):$(PATH)
 STAMP := $(VENV)/.installed
 
-.PHONY: env book test lint release clean
+.PHONY: env book test lint release grade clean
 
 env: $(STAMP)
 
@@ -33,6 +34,10 @@ test: lint
 
 release: env
 	for dir in solutions/*/; do $(BIN)/nbgrader generate_assignment "$$(basename "$$dir")" --force || exit 1; done
+
+grade: env
+	@test -n "$(NB)" || { echo "usage: make grade NB=path/to/exNN_name.ipynb" >&2; exit 2; }
+	$(BIN)/seqlab grade "$(NB)"
 
 clean:
 	rm -rf _build

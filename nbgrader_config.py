@@ -37,3 +37,16 @@ c.Execute.interrupt_on_timeout = True
 # Test cells ("autograded tests") are locked: before grading, nbgrader restores an edited test cell
 # (source and points) from the gradebook, and with this a deleted test cell is added back as well.
 c.OverwriteCells.add_missing_cells = True
+# A submission that kills the kernel (os._exit, a crash in compiled code, running out of memory) makes
+# stock nbgrader drop the whole submission: no grades, no feedback, and autograde exits 1. The course's
+# executor records the death in that cell and marks the cells below it as not run, so the tests above
+# keep their points and the tests below score 0. Otherwise this is nbgrader 0.9's default list.
+c.Autograde.autograde_preprocessors = [
+    "seqlab.nbgrader_plugins.ExecuteSurvivingKernelDeath",  # instead of nbgrader.preprocessors.Execute
+    "nbgrader.preprocessors.IgnorePattern",
+    "nbconvert.preprocessors.ClearMetadataPreprocessor",
+    "nbgrader.preprocessors.LimitOutput",
+    "nbgrader.preprocessors.SaveAutoGrades",
+    "nbgrader.preprocessors.AssignLatePenalties",
+    "nbgrader.preprocessors.CheckCellMetadata",
+]

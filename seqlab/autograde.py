@@ -1,0 +1,432 @@
+"""Grade one exercise notebook where it is, with nbgrader, as the instructor's autograder would.
+
+``seqlab grade PATH`` (see :mod:`seqlab.cli`) calls :func:`grade`, which
+
+1. reads the notebook and refuses, with a :class:`Refused` that says why, a file that is not a
+   notebook, a corrupt notebook, a notebook of no exercise of this course, and a notebook of another
+   exercise than its file or folder name claims (exercises are recognised by nbgrader's cell metadata:
+   grade ids and the checksums that the release stamped on its cells);
+2. builds a temporary course directory (the course's ``nbgrader_config.py``, a fresh sqlite gradebook)
+   whose source is ``solutions/<exercise>/`` when this copy of the course has it, hidden tests
+   included, and otherwise the release, whose tests are the visible ones only;
+3. runs nbgrader's ``generate_assignment``, ``autograde`` and ``generate_feedback`` there, in one
+   Python process (:func:`_run_nbgrader`), on a copy of the notebook;
+4. returns a :class:`Report`: the points of every graded cell with the first line of each failure,
+   and the feedback HTML, copied next to the notebook as ``<name>.feedback.html``.
+
+Nothing is written anywhere else: not in the course, not next to the notebook (the feedback aside).
+"""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+__all__ = ["EXIT_FAILED", "EXIT_FULL_MARKS", "EXIT_POINTS_MISSING", "EXIT_REFUSED", "Exercise", "GradingFailed"]
+__all__ += ["Refused", "Report", "Task", "find_course", "find_exercises", "format_report", "grade", "identify"]
+__all__ += ["read_notebook"]
+
+# `seqlab grade`'s exit statuses.
+EXIT_FULL_MARKS = 0
+EXIT_POINTS_MISSING = 1
+EXIT_REFUSED = 2  # not a notebook of this course, corrupt, another exercise, no course found
+EXIT_FAILED = 3  # nbgrader itself failed
+
+FEEDBACK_SUFFIX = ".feedback.html"  # <name>.feedback.html next to <name>.ipynb (git ignores it)
+STUDENT = "student"  # the student id in the temporary gradebook
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+class Refused(Exception):
+    """The notebook cannot be graded; the message says why and what to do."""
+
+
+class GradingFailed(Exception):
+    """nbgrader failed on a notebook it was given; the message ends with the tail of its log."""
+
+
+# ---------------------------------------------------------------------------------------------------
+# The course and its exercises
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """One exercise: ``<course>/exercises/<name>/<name>.ipynb`` and ``<course>/solutions/<name>/<name>.ipynb``."""
+
+    name: str
+    release: Path | None  # the student version; None if this copy of the course has not released it
+    solution: Path | None  # the instructor's source, hidden tests included; None in a student's copy
+
+    @property
+    def number(self) -> str:
+        """``"ex01"`` for ``ex01_lstm_cell``: what a file or folder name claims an exercise by."""
+        return self.name.split("_")[0]
+
+
+def find_course(start: Path) -> Path | None:
+    """The nearest folder at or above ``start`` with ``nbgrader_config.py`` and ``exercises/`` or ``solutions/``."""
+    start = start.resolve()
+    for folder in [start, *start.parents]:
+        if (folder / "nbgrader_config.py").is_file() and any((folder / d).is_dir() for d in ("exercises", "solutions")):
+            return folder
+    return None
+
+
+def find_exercises(course: Path) -> dict:
+    """``{name: Exercise}`` for every ``exercises/<name>/<name>.ipynb`` and ``solutions/<name>/<name>.ipynb``."""
+    names = {p.parent.name for d in ("exercises", "solutions") for p in (course / d).glob("*/*.ipynb")}
+    found = {}
+    for name in sorted(names):
+        release, solution = (course / d / name / f"{name}.ipynb" for d in ("exercises", "solutions"))
+        release, solution = (p if p.is_file() else None for p in (release, solution))
+        if release or solution:
+            found[name] = Exercise(name, release, solution)
+    return found
+
+
+def _course_for(notebook: Path, course: Path | None) -> Path:
+    """The course to grade against: ``course`` if given, else found above the notebook, the working
+    folder, or the source tree this package was imported from."""
+    if course is not None:
+        if find_course(course) != course.resolve():
+            raise Refused(f"{course} is not a course folder: it needs nbgrader_config.py and exercises/ or solutions/")
+        return course.resolve()
+    for start in (notebook.parent, Path.cwd(), Path(__file__).resolve().parents[1]):
+        found = find_course(start)
+        if found is not None:
+            return found
+    raise Refused("cannot find the course (a folder with nbgrader_config.py and exercises/): pass --course")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Reading and recognising a notebook
+
+
+def read_notebook(path: Path):
+    """The notebook at ``path`` (nbformat 4), or :class:`Refused` if it is not a valid notebook."""
+    if not path.exists():
+        raise Refused(f"{path}: no such file")
+    if path.is_dir():
+        raise Refused(f"{path} is a folder: give the path of an exercise notebook (.ipynb)")
+    if path.suffix != ".ipynb":
+        raise Refused(f"{path} is not a notebook: exercise notebooks are .ipynb files")
+    damaged = (
+        f"{path} is corrupt: {{}}. If Jupyter still opens it, save it again; otherwise take the last good copy "
+        "from .ipynb_checkpoints/ next to it, or start again from the exercise's release in exercises/"
+    )
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise Refused(damaged.format("it is not UTF-8 text")) from None
+    if not text.strip():
+        raise Refused(damaged.format("the file is empty"))
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        where = f"{error.msg}, line {error.lineno}, column {error.colno}"
+        raise Refused(damaged.format(f"not valid JSON ({where})")) from None
+    if not isinstance(data, dict) or "nbformat" not in data or not ("cells" in data or "worksheets" in data):
+        raise Refused(f"{path} is not a notebook: it is JSON, but has no notebook format version or cells")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # nbformat warns about cells without ids, which it then adds
+            nb = nbformat.reads(text, as_version=4, capture_validation_error={})
+            nbformat.validate(nb)
+    except Exception as error:  # nbformat raises several kinds (ValidationError, NBFormatError, KeyError)
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise Refused(damaged.format(f"it does not follow the notebook format ({first})")) from None
+    return nb
+
+
+def _nbgrader_cells(nb) -> dict:
+    """``{grade_id: cell}`` for the cells that carry nbgrader metadata."""
+    return {c.metadata.nbgrader.grade_id: c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id")}
+
+
+def _fingerprint(exercise: Exercise) -> dict:
+    """``{grade_id: checksum}`` of the exercise's cells: the release's, which students' copies carry
+    (the solution's grade ids with ``None`` checksums where there is no release)."""
+    nb = nbformat.read(exercise.release or exercise.solution, as_version=4)
+    return {gid: c.metadata.nbgrader.get("checksum") for gid, c in _nbgrader_cells(nb).items()}
+
+
+def _matches(cells: dict, fingerprint: dict) -> int:
+    """How many of a notebook's nbgrader cells belong to an exercise: same grade id, and the same
+    checksum where both have one (the release's checksum stays in a student's copy as they edit)."""
+    count = 0
+    for gid, c in cells.items():
+        if gid in fingerprint:
+            theirs, ours = c.metadata.nbgrader.get("checksum"), fingerprint[gid]
+            count += theirs is None or ours is None or theirs == ours
+    return count
+
+
+def _claimed(path: Path, exercises: dict) -> str | None:
+    """The exercise that the notebook's file name, or else its folder's name, says it is: ``ex01...``
+    claims the course's ``ex01_*``. ``None`` when neither name starts with ``exNN``."""
+    for name in (path.stem, path.resolve().parent.name):
+        m = re.match(r"(ex\d+)", name)
+        if m:
+            return next((e.name for e in exercises.values() if e.number == m.group(1)), m.group(1))
+    return None
+
+
+def identify(path: Path, nb, exercises: dict) -> str:
+    """The name of the exercise that ``nb`` (read from ``path``) is, or :class:`Refused`."""
+    names = ", ".join(exercises)
+    cells = _nbgrader_cells(nb)
+    if not cells:
+        raise Refused(f"{path} is not an exercise of this course: it has no nbgrader cells (exercises: {names})")
+    counts = {name: _matches(cells, _fingerprint(exercise)) for name, exercise in exercises.items()}
+    best = max(counts, key=counts.get)
+    if counts[best] == 0:
+        raise Refused(
+            f"{path} is not an exercise of this course: its nbgrader cells ({', '.join(sorted(cells)[:4])}...) "
+            f"belong to none of its exercises ({names})"
+        )
+    claim = _claimed(path, exercises)
+    if claim is None or counts.get(claim, 0) == counts[best]:
+        return claim or best
+    raise Refused(
+        f"{path} is named as exercise {claim}, but it is exercise {best} (its cells are {best}'s): "
+        f"grade {best}'s notebook under its own name, e.g. exercises/{best}/{best}.ipynb"
+    )
+
+
+# ---------------------------------------------------------------------------------------------------
+# Grading in a temporary course
+
+
+@dataclass
+class Task:
+    """One graded cell: a test cell (autograded), or an answer nbgrader leaves to a person."""
+
+    grade_id: str
+    earned: float | None  # None: graded by hand, not by the autograder
+    possible: float
+    failure: str | None = None  # the first line of why points are missing
+
+
+@dataclass
+class Report:
+    exercise: str
+    notebook: Path
+    hidden_tests: bool  # True: the instructor's hidden tests ran too (the course has solutions/)
+    tasks: list
+    notes: list = field(default_factory=list)  # what else the student should know (cells that raised, ...)
+    feedback: Path | None = None
+
+    @property
+    def earned(self) -> float:
+        return sum(t.earned for t in self.tasks if t.earned is not None)
+
+    @property
+    def possible(self) -> float:
+        return sum(t.possible for t in self.tasks if t.earned is not None)
+
+    @property
+    def exit_status(self) -> int:
+        return EXIT_FULL_MARKS if self.earned >= self.possible else EXIT_POINTS_MISSING
+
+
+def grade(path, course=None, timeout: int | None = None, log=None, announce=None) -> Report:
+    """Autograde the exercise notebook at ``path`` in a temporary course; see the module docstring.
+
+    Args:
+        path: the student's notebook.
+        course: the course folder; by default the one above ``path``, the working folder, or this package.
+        timeout: seconds per cell (default: the course's ``c.Execute.timeout``).
+        log: a callable that receives nbgrader's log (for ``--verbose``); by default it is dropped.
+        announce: a callable ``(exercise, hidden_tests)`` told what is graded before grading starts.
+
+    Raises:
+        Refused: the notebook cannot be graded (the message says why).
+        GradingFailed: nbgrader failed.
+    """
+    path = Path(path)
+    nb = read_notebook(path)
+    root = _course_for(path, None if course is None else Path(course))
+    exercises = find_exercises(root)
+    if not exercises:
+        raise Refused(f"the course {root} has no exercises (exercises/<name>/<name>.ipynb)")
+    exercise = exercises[identify(path, nb, exercises)]
+    source = exercise.solution or exercise.release
+    if announce is not None:
+        announce(exercise.name, exercise.solution is not None)
+    with tempfile.TemporaryDirectory(prefix="seqlab-grade-") as tmp:
+        tmp = Path(tmp)
+        shutil.copy(root / "nbgrader_config.py", tmp / "nbgrader_config.py")
+        (tmp / "solutions" / exercise.name).mkdir(parents=True)
+        shutil.copy(source, tmp / "solutions" / exercise.name / f"{exercise.name}.ipynb")
+        result = _run_nbgrader(tmp, exercise.name, path, timeout, log)
+        graded = nbformat.read(result["autograded"], as_version=4)
+        report = Report(exercise.name, path, exercise.solution is not None, _tasks(graded, result["grades"]))
+        report.notes = _notes(nb, graded, exercise)
+        feedback = path.with_name(path.stem + FEEDBACK_SUFFIX)
+        try:
+            shutil.copyfile(result["feedback"], feedback)
+            report.feedback = feedback
+        except OSError as error:
+            report.notes.append(f"the feedback could not be written next to the notebook: {error}")
+    return report
+
+
+def _run_nbgrader(course: Path, exercise: str, notebook: Path, timeout, log) -> dict:
+    """Run :func:`_nbgrader_steps` in a fresh Python: nbgrader's output (and the kernel's) is captured."""
+    bin_dir = str(Path(sys.executable).parent)  # nbgrader runs `alembic` as a program
+    env = dict(os.environ, PATH=bin_dir + os.pathsep + os.environ.get("PATH", ""), PYTHONDONTWRITEBYTECODE="1")
+    command = [sys.executable, "-m", "seqlab.autograde", str(course), exercise, str(notebook.resolve())]
+    command += [str(timeout)] if timeout else []
+    done = subprocess.run(command, cwd=course, env=env, capture_output=True, text=True)
+    if log is not None:
+        log(done.stdout + done.stderr)
+    result_file = course / "result.json"
+    if done.returncode != 0 or not result_file.is_file():
+        tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-25:])
+        raise GradingFailed(f"nbgrader failed to grade {notebook} (exit status {done.returncode}):\n{tail}")
+    return json.loads(result_file.read_text())
+
+
+def _nbgrader_steps(course: Path, exercise: str, notebook: Path, timeout: int | None) -> int:
+    """In the temporary course: generate the assignment (its cells go into the gradebook), submit a copy
+    of the notebook, autograde it, generate its feedback, and write ``result.json``."""
+    from nbgrader.api import Gradebook
+    from nbgrader.apps import NbGraderAPI
+    from traitlets.config.loader import PyFileConfigLoader
+
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
+    config.CourseDirectory.root = str(course)
+    # Never the course's own gradebook, wherever its db_url points (a class's PostgreSQL server).
+    config.CourseDirectory.db_url = f"sqlite:///{course / 'gradebook.db'}"
+    if timeout:
+        config.Execute.timeout = timeout
+    api = NbGraderAPI(config=config)
+    coursedir = api.coursedir
+    submitted = Path(coursedir.format_path(coursedir.submitted_directory, STUDENT, exercise))
+    submitted.mkdir(parents=True)
+    shutil.copyfile(notebook, submitted / f"{exercise}.ipynb")
+    for step, run in [
+        ("generate_assignment", lambda: api.generate_assignment(exercise, force=True, create=True)),
+        ("autograde", lambda: api.autograde(exercise, STUDENT, force=True, create=True)),
+        ("generate_feedback", lambda: api.generate_feedback(exercise, STUDENT, force=True)),
+    ]:
+        outcome = run()
+        print(f"--- nbgrader {step}\n{outcome.get('log', '')}{outcome.get('error', '')}", flush=True)
+        if not outcome["success"]:
+            return 1
+    with Gradebook(config.CourseDirectory.db_url, course_id=coursedir.course_id) as gb:
+        grades = gb.find_submission_notebook(exercise, exercise, STUDENT).grades
+        grades = [
+            {"grade_id": g.name, "auto": g.auto_score, "manual": g.manual_score, "max": g.max_score} for g in grades
+        ]
+    autograded = Path(coursedir.format_path(coursedir.autograded_directory, STUDENT, exercise)) / f"{exercise}.ipynb"
+    feedback = Path(coursedir.format_path(coursedir.feedback_directory, STUDENT, exercise)) / f"{exercise}.html"
+    result = {"grades": grades, "autograded": str(autograded), "feedback": str(feedback)}
+    (course / "result.json").write_text(json.dumps(result))
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------------
+# Reading the results
+
+
+def _first_line(text: str) -> str:
+    lines = [line.strip() for line in _ANSI.sub("", text).splitlines() if line.strip()]
+    return lines[0] if lines else ""
+
+
+def _error_line(output) -> str:
+    """``ename: evalue`` (its first line); without an evalue, the traceback's last line if it names the
+    error with more words (nbgrader's timeout: ``CellTimeoutError: No reply from kernel before timeout``)."""
+    if output.get("evalue"):
+        return f"{output.ename}: {_first_line(output.evalue)}"
+    lines = [line.strip() for line in _ANSI.sub("", "\n".join(output.get("traceback", []))).splitlines()]
+    last = next((line for line in reversed(lines) if line), "").rstrip(":")
+    return last if last.startswith(output.ename) else output.ename
+
+
+def _failure(c) -> str | None:
+    """The first line of why a graded code cell lost points: its last error (after a timeout nbgrader
+    adds CellTimeoutError after the KeyboardInterrupt), or what it wrote to stderr."""
+    errors = [o for o in c.get("outputs", []) if o.output_type == "error"]
+    if errors:
+        return _error_line(errors[-1])
+    stderr = [o for o in c.get("outputs", []) if o.output_type == "stream" and o.name == "stderr"]
+    if stderr:
+        return f"wrote to stderr (a test must stay silent): {_first_line(stderr[0].text)}"
+    return None
+
+
+def _tasks(graded, grades: list) -> list:
+    """One :class:`Task` per grade, in the notebook's order."""
+    cells = _nbgrader_cells(graded)
+    order = {gid: i for i, gid in enumerate(cells)}
+    tasks = []
+    for g in sorted(grades, key=lambda g: order.get(g["grade_id"], len(order))):
+        c = cells.get(g["grade_id"])
+        earned = g["auto"] if g["manual"] is None else g["manual"]
+        task = Task(g["grade_id"], earned, g["max"])
+        if earned is None:
+            task.failure = "graded by hand by the instructor"
+        elif earned < g["max"]:
+            task.failure = (_failure(c) if c is not None and c.cell_type == "code" else None) or "partial credit"
+        tasks.append(task)
+    return tasks
+
+
+def _notes(submitted, graded, exercise: Exercise) -> list:
+    """What explains the failures: the student's own cells that raised, test cells put back or restored."""
+    notes = []
+    for gid, c in _nbgrader_cells(graded).items():
+        meta = c.metadata.nbgrader
+        if meta.get("solution") and not meta.get("grade") and c.cell_type == "code":
+            failure = _failure(c)
+            if failure and not failure.startswith("wrote to stderr"):
+                notes.append(f"your cell {gid} raised {failure}")
+    mine = _nbgrader_cells(submitted)
+    release = _nbgrader_cells(nbformat.read(exercise.release, as_version=4)) if exercise.release else {}
+    for gid, c in mine.items():
+        if c.metadata.nbgrader.get("solution") and gid in release and c.source == release[gid].source:
+            notes.append(f"you have not answered {gid} yet: it is still the release's stub")
+    for gid, c in release.items():
+        if c.metadata.nbgrader.get("grade") and not c.metadata.nbgrader.get("solution"):
+            if gid not in mine:
+                notes.append(f"the test cell {gid} was missing from your notebook: the original was put back")
+            elif mine[gid].metadata.nbgrader.get("checksum") and (
+                (mine[gid].source, mine[gid].metadata.nbgrader.get("points")) != (c.source, c.metadata.nbgrader.points)
+            ):
+                notes.append(f"the test cell {gid} was edited in your notebook: the original was graded")
+    return notes
+
+
+def _points(x: float) -> str:
+    return f"{x:g}"
+
+
+def format_report(report: Report) -> str:
+    """The score table that ``seqlab grade`` prints."""
+    width = max([len("total")] + [len(t.grade_id) for t in report.tasks])
+    possible = max([len(_points(report.possible))] + [len(_points(t.possible)) for t in report.tasks])
+    lines = [f"{'task':<{width}}  {'points':>{2 * possible + 3}}  first line of the failure"]
+    for t in report.tasks:
+        earned = "-" if t.earned is None else _points(t.earned)
+        points = f"{earned:>{possible}} / {_points(t.possible):<{possible}}"
+        lines.append(f"{t.grade_id:<{width}}  {points}  {t.failure or ''}")
+    lines.append(f"{'total':<{width}}  {_points(report.earned):>{possible}} / {_points(report.possible):<{possible}}")
+    lines = [line.rstrip() for line in lines]
+    lines += [f"note: {note}" for note in report.notes]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":  # the nbgrader process that _run_nbgrader starts
+    course_arg, exercise_arg, notebook_arg, *timeout_arg = sys.argv[1:]
+    timeout_seconds = int(timeout_arg[0]) if timeout_arg else None
+    sys.exit(_nbgrader_steps(Path(course_arg), exercise_arg, Path(notebook_arg), timeout_seconds))
