@@ -52,3 +52,44 @@ def solved(release, solution):
         if c.metadata.get("nbgrader", {}).get("solution"):
             c.source = without_markers(cell(solution, c.metadata.nbgrader.grade_id).source)
     return nb
+
+
+def nbgrader_meta(c) -> dict:
+    return c.metadata.get("nbgrader", {})
+
+
+def answer_ids(nb) -> list:
+    """Grade ids of the cells where students write code, in notebook order."""
+    return [nbgrader_meta(c)["grade_id"] for c in nb.cells if nbgrader_meta(c).get("solution")]
+
+
+def graded_points(nb) -> dict:
+    """``{grade_id: points}`` of the autograded test cells, in notebook order."""
+    return {
+        nbgrader_meta(c)["grade_id"]: float(nbgrader_meta(c)["points"])
+        for c in nb.cells
+        if nbgrader_meta(c).get("grade") and not nbgrader_meta(c).get("solution")
+    }
+
+
+def points_below(nb, grade_id: str) -> dict:
+    """``{grade_id: points}`` of the test cells below the cell ``grade_id``."""
+    ids = [nbgrader_meta(c).get("grade_id") for c in nb.cells]
+    below = set(ids[ids.index(grade_id) + 1 :])
+    return {gid: points for gid, points in graded_points(nb).items() if gid in below}
+
+
+def exercise_names(folder: Path) -> list:
+    """The exercises in ``folder`` (solutions/ or exercises/): ``<name>/<name>.ipynb``."""
+    return sorted(p.parent.name for p in folder.glob("*/*.ipynb") if p.stem == p.parent.name)
+
+
+def gradebook_scores(db_url: str, assignment: str) -> dict:
+    """``{student: (score, max_score, {grade_id: auto_score})}`` for one assignment, as the gradebook has them."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(db_url, course_id="seqlab") as gb:
+        return {
+            s.student.id: (s.score, s.max_score, {g.name: g.auto_score for n in s.notebooks for g in n.grades})
+            for s in gb.assignment_submissions(assignment)
+        }

@@ -1,0 +1,246 @@
+"""`seqlab grade PATH`: a perfect notebook, an untouched release, and broken ones.
+
+The perfect notebook, in a folder of its own, is graded against a copy of this repository's course
+files (hidden tests from solutions/): the course must be left exactly as it was. The untouched release
+is graded where it lies in a student's copy of the course that has no solutions/ (visible tests only):
+only its feedback file may appear. Broken notebooks are refused before nbgrader starts, so most of
+them run in-process.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import nbformat
+import pytest
+from grading_harness import BIN, ROOT, cell, exercise_names, graded_points, nbgrader_meta, solved
+
+from seqlab import autograde
+from seqlab.cli import main
+
+pytestmark = pytest.mark.xdist_group("grade-command")
+
+RELEASED = exercise_names(ROOT / "exercises")  # what students can grade
+FIRST = RELEASED[0]
+SKIP = {".git", ".venv", "_build", "__pycache__", ".ruff_cache", ".pytest_cache", ".ipynb_checkpoints"}
+
+
+def release(name: str):
+    return nbformat.read(ROOT / "exercises" / name / f"{name}.ipynb", as_version=4)
+
+
+def seqlab_grade(*args, cwd) -> subprocess.CompletedProcess:
+    """The console script, as a student runs it."""
+    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    return subprocess.run(
+        [str(BIN / "seqlab"), "grade", *map(str, args)], cwd=cwd, env=env, capture_output=True, text=True, timeout=600
+    )
+
+
+def snapshot(root: Path) -> dict:
+    """``{path: (size, mtime)}`` of every file under ``root``, caches and environments aside."""
+    files = {}
+    for folder, dirs, names in os.walk(root):
+        dirs[:] = [d for d in dirs if d not in SKIP]
+        for name in names:
+            stat = (Path(folder) / name).stat()
+            files[str((Path(folder) / name).relative_to(root))] = (stat.st_size, stat.st_mtime_ns)
+    return files
+
+
+def row(output: str, grade_id: str) -> str:
+    return next(line for line in output.splitlines() if line.split()[:1] == [grade_id])
+
+
+# ---------------------------------------------------------------------------------------------------
+# A perfect notebook, graded with the hidden tests of this repository
+
+
+@pytest.fixture(scope="module")
+def perfect(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("student") / FIRST
+    folder.mkdir()
+    notebook = folder / f"{FIRST}.ipynb"
+    solution = nbformat.read(ROOT / "solutions" / FIRST / f"{FIRST}.ipynb", as_version=4)
+    nbformat.write(solved(release(FIRST), solution), notebook)
+    course = tmp_path_factory.mktemp("course")  # the course's files, away from concurrent work in the repository
+    shutil.copy(ROOT / "nbgrader_config.py", course)
+    for folder in ["solutions", "exercises"]:
+        shutil.copytree(ROOT / folder, course / folder, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    before = snapshot(course)
+    result = seqlab_grade(notebook, cwd=course)  # the course is found from the working folder
+    return {"notebook": notebook, "result": result, "before": before, "after": snapshot(course), "solution": solution}
+
+
+def test_perfect_notebook_scores_full_marks(perfect):
+    result = perfect["result"]
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    assert f"exercise {FIRST}, with the visible tests and the instructor's hidden tests" in out
+    points = graded_points(perfect["solution"])
+    for grade_id, p in points.items():
+        assert row(out, grade_id).split() == [grade_id, f"{p:g}", "/", f"{p:g}"], row(out, grade_id)
+    total = sum(points.values())
+    assert row(out, "total").split() == ["total", f"{total:g}", "/", f"{total:g}"]
+    assert "Full marks." in out
+
+
+def test_perfect_notebook_gets_its_feedback_next_to_it(perfect):
+    feedback = perfect["notebook"].with_name(f"{FIRST}.feedback.html")
+    assert f"Feedback (it shows the hidden tests): {feedback}" in perfect["result"].stdout
+    html = feedback.read_text()
+    assert FIRST in html and "BEGIN HIDDEN TESTS" in html
+    assert sorted(p.name for p in feedback.parent.iterdir()) == [feedback.name, f"{FIRST}.ipynb"]
+
+
+def test_grading_leaves_the_course_as_it_was(perfect):
+    assert perfect["after"] == perfect["before"]
+
+
+# ---------------------------------------------------------------------------------------------------
+# The untouched release, in a student's copy of the course without solutions/
+
+
+@pytest.fixture(scope="module")
+def untouched(tmp_path_factory):
+    course = tmp_path_factory.mktemp("students-copy")
+    shutil.copy(ROOT / "nbgrader_config.py", course)
+    shutil.copytree(ROOT / "exercises", course / "exercises")
+    notebook = course / "exercises" / FIRST / f"{FIRST}.ipynb"
+    before = snapshot(course)
+    result = seqlab_grade(notebook.relative_to(course), cwd=course)  # the course is found above the notebook
+    return {"course": course, "notebook": notebook, "result": result, "before": before, "after": snapshot(course)}
+
+
+def test_untouched_release_scores_zero(untouched):
+    result = untouched["result"]
+    assert result.returncode == 1, result.stdout + result.stderr
+    out = result.stdout
+    assert "the visible tests only: this copy of the course has no solutions/" in out
+    points = graded_points(release(FIRST))
+    for grade_id, p in points.items():
+        assert row(out, grade_id).split()[:4] == [grade_id, "0", "/", f"{p:g}"], row(out, grade_id)
+    first_answer = next(nbgrader_meta(c)["grade_id"] for c in release(FIRST).cells if nbgrader_meta(c).get("solution"))
+    assert "NotImplementedError" in row(out, next(iter(points)))  # the first line of the failure
+    assert f"note: you have not answered {first_answer} yet" in out
+    total = sum(points.values())
+    assert row(out, "total").split() == ["total", "0", "/", f"{total:g}"]
+    assert f"{total:g} of {total:g} points missing." in out
+
+
+def test_only_the_feedback_file_is_written(untouched):
+    new = set(untouched["after"]) - set(untouched["before"])
+    changed = {p for p in untouched["before"] if untouched["after"].get(p) != untouched["before"][p]}
+    assert new == {f"exercises/{FIRST}/{FIRST}.feedback.html"}
+    assert not changed
+
+
+# ---------------------------------------------------------------------------------------------------
+# Broken notebooks are refused, with a message and exit status 2
+
+
+def refused(path, capsys, course=ROOT) -> str:
+    listing = sorted(p.name for p in path.parent.iterdir())
+    assert main(["grade", str(path), "--course", str(course)]) == autograde.EXIT_REFUSED
+    assert sorted(p.name for p in path.parent.iterdir()) == listing, "a refused notebook gets no feedback"
+    err = capsys.readouterr().err
+    assert err.startswith("seqlab grade: refused: ")
+    return err
+
+
+@pytest.mark.parametrize(
+    "name, content, message",
+    [
+        ("corrupt.ipynb", '{"cells": [{"cell_type": "code", "source": "x = ', "is corrupt: not valid JSON"),
+        ("empty.ipynb", "", "is corrupt: the file is empty"),
+        ("bad-cell.ipynb", '{"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [{"cell_type": "code"}]}',
+         "is corrupt: it does not follow the notebook format"),
+        ("answers.txt", "my answers", "is not a notebook: exercise notebooks are .ipynb files"),
+        ("data.ipynb", '{"predictions": [1, 2, 3]}', "is not a notebook: it is JSON"),
+    ],
+)  # fmt: skip
+def test_a_broken_file_is_refused(tmp_path, capsys, name, content, message):
+    (tmp_path / name).write_text(content)
+    assert message in refused(tmp_path / name, capsys)
+
+
+def test_the_refusal_exit_status_of_the_console_script(tmp_path):
+    (tmp_path / f"{FIRST}.ipynb").write_text(json.dumps({"nbformat": 4})[:-3])
+    result = seqlab_grade(tmp_path / f"{FIRST}.ipynb", cwd=ROOT)
+    assert result.returncode == 2 and "is corrupt: not valid JSON" in result.stderr, result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"{FIRST}.ipynb"]
+
+
+def test_a_notebook_of_no_exercise_is_refused(tmp_path, capsys):
+    plain = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print('hello')")])
+    nbformat.write(plain, tmp_path / f"{FIRST}.ipynb")
+    assert "it has no nbgrader cells" in refused(tmp_path / f"{FIRST}.ipynb", capsys)
+
+    other_course = release(FIRST)  # nbgrader cells, but of another course: other ids and checksums
+    for c in other_course.cells:
+        if "nbgrader" in c.metadata:
+            c.metadata.nbgrader.grade_id = "q_" + c.metadata.nbgrader.grade_id
+            c.metadata.nbgrader.checksum = "0" * 32
+    nbformat.write(other_course, tmp_path / f"{FIRST}.ipynb")
+    assert "belong to none of its exercises" in refused(tmp_path / f"{FIRST}.ipynb", capsys)
+
+
+@pytest.fixture
+def two_exercise_course(tmp_path):
+    """A course with FIRST and a second exercise (ex99_other: FIRST's release under other grade ids)."""
+    course = tmp_path / "course"
+    shutil.copytree(ROOT / "exercises" / FIRST, course / "exercises" / FIRST)
+    shutil.copy(ROOT / "nbgrader_config.py", course)
+    other = release(FIRST)
+    for c in other.cells:
+        if "nbgrader" in c.metadata:
+            c.metadata.nbgrader.grade_id = "other_" + c.metadata.nbgrader.grade_id
+    (course / "exercises" / "ex99_other").mkdir()
+    nbformat.write(other, course / "exercises" / "ex99_other" / "ex99_other.ipynb")
+    return course, other
+
+
+def test_another_exercises_notebook_is_refused(tmp_path, capsys, two_exercise_course):
+    course, other = two_exercise_course
+    nbformat.write(other, tmp_path / f"{FIRST}.ipynb")  # named by its file
+    err = refused(tmp_path / f"{FIRST}.ipynb", capsys, course)
+    assert f"is named as exercise {FIRST}, but it is exercise ex99_other" in err
+
+    (tmp_path / "ex99_other").mkdir()  # named by its folder
+    nbformat.write(release(FIRST), tmp_path / "ex99_other" / "my answers.ipynb")
+    err = refused(tmp_path / "ex99_other" / "my answers.ipynb", capsys, course)
+    assert f"is named as exercise ex99_other, but it is exercise {FIRST}" in err
+
+
+def test_a_notebook_named_after_no_exercise_is_recognised(tmp_path, two_exercise_course):
+    course, other = two_exercise_course
+    exercises = autograde.find_exercises(course)
+    for nb, name in [(release(FIRST), FIRST), (other, "ex99_other")]:
+        nbformat.write(nb, tmp_path / "homework.ipynb")
+        assert autograde.identify(tmp_path / "homework.ipynb", nb, exercises) == name
+    edited = release(FIRST)  # a student's edits change neither grade ids nor the release's checksums
+    cell(edited, next(iter(graded_points(edited)))).source = "pass"
+    assert autograde.identify(tmp_path / "homework.ipynb", edited, exercises) == FIRST
+
+
+@pytest.mark.parametrize(
+    "claimed, actual",
+    [(a, b) for a in RELEASED for b in RELEASED if a != b]
+    or [pytest.param(FIRST, FIRST, marks=pytest.mark.skip("one exercise released so far"))],
+)
+def test_a_released_exercise_renamed_as_another_is_refused(tmp_path, capsys, claimed, actual):
+    nbformat.write(release(actual), tmp_path / f"{claimed}.ipynb")
+    assert f"is named as exercise {claimed}, but it is exercise {actual}" in refused(
+        tmp_path / f"{claimed}.ipynb", capsys
+    )
+
+
+def test_make_grade_runs_seqlab_grade():
+    def make(*args):
+        return subprocess.run(["make", "-n", "-o", "env", "grade", *args], cwd=ROOT, capture_output=True, text=True)
+
+    assert f'{BIN}/seqlab grade "some notebook.ipynb"' in make("NB=some notebook.ipynb").stdout
+    usage = subprocess.run(["make", "-s", "-o", "env", "grade"], cwd=ROOT, capture_output=True, text=True)
+    assert usage.returncode != 0 and "usage: make grade NB=" in usage.stderr
