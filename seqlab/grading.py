@@ -20,7 +20,19 @@ import types
 
 import torch
 
-__all__ = ["DisabledError", "LSTM_OPTIONAL_REFERENCES", "LSTM_REFERENCES", "check_tensor", "disabled"]
+__all__ = [
+    "BIDIRECTIONAL_OPTIONAL_REFERENCES",
+    "BIDIRECTIONAL_REFERENCES",
+    "DECODER_REFERENCES",
+    "DisabledError",
+    "LOSS_OPTIONAL_REFERENCES",
+    "LOSS_REFERENCES",
+    "LSTM_OPTIONAL_REFERENCES",
+    "LSTM_REFERENCES",
+    "check_tensor",
+    "disabled",
+    "split_directions",
+]
 
 # What an LSTM exercise must not delegate to. ``disabled`` raises if one of these does not exist.
 LSTM_REFERENCES = (
@@ -38,6 +50,53 @@ LSTM_OPTIONAL_REFERENCES = (
     "torch._VF.lstm",
     "torch.ops.aten.lstm_cell",
     "torch.ops.aten.lstm",
+)
+
+# Exercise 2 (bidirectional encoder): the point is to reverse each sequence within its own length, so
+# packing (which does that for torch's layers), seqlab's encoder and bridge, and seqlab's from-scratch
+# layers (which take ``lengths=``) are off. The students' one-directional torch.nn.GRU layers stay on.
+BIDIRECTIONAL_REFERENCES = (
+    "torch.nn.utils.rnn.pack_padded_sequence",
+    "torch.nn.utils.rnn.pack_sequence",
+    "seqlab.encoder.Encoder",
+    "seqlab.encoder.Bridge",
+    "seqlab.encoder.last_layer_directions",
+    "seqlab.rnn.RNN",
+    "seqlab.rnn.LSTM",
+    "seqlab.rnn.GRU",
+)
+BIDIRECTIONAL_OPTIONAL_REFERENCES = (
+    "torch._pack_padded_sequence",
+    "torch._VF._pack_padded_sequence",
+    "seqlab.rnn._LayerBase",  # the from-scratch layers' shared forward, which reads lengths
+)
+
+# Exercise 3 (Seq2Seq): the decoder step must be written from the decoder's submodules (embedding,
+# rnn, output), which stay on; the decoder's own forward and step are off.
+DECODER_REFERENCES = (
+    "seqlab.seq2seq.ContextDecoder.forward",
+    "seqlab.seq2seq.ContextDecoder.step",
+    "seqlab.seq2seq.Seq2Seq.forward",
+    "seqlab.seq2seq.Seq2Seq.decode_step",
+)
+# ... and the masked loss from tensor operations (gather, indexing, sums), not from a library loss.
+#
+# Neither exercise's lists name operators under torch.ops (as LSTM_OPTIONAL_REFERENCES does): torch imports
+# some modules lazily, and those read operators such as ``torch.ops.aten.nll_loss_forward.default`` at import
+# time, which fails on a stub. Exercise 3 trains a model inside ``disabled``, and its first Adam imports
+# torch._dynamo that way.
+LOSS_REFERENCES = (
+    "seqlab.train.sequence_nll",
+    "torch.nn.functional.nll_loss",
+    "torch.nn.functional.cross_entropy",
+    "torch.nn.NLLLoss",
+    "torch.nn.CrossEntropyLoss",
+)
+LOSS_OPTIONAL_REFERENCES = (
+    "torch._C._nn.nll_loss",
+    "torch._C._nn.nll_loss_nd",
+    "torch._C._nn.nll_loss2d",
+    "torch._C._nn.cross_entropy_loss",
 )
 
 
@@ -169,3 +228,35 @@ def check_tensor(name: str, value, shape: tuple, dtype: torch.dtype | None = Non
         raise AssertionError(f"{name} must have shape {tuple(shape)}, got {tuple(value.shape)}")
     if dtype is not None and value.dtype != dtype:
         raise AssertionError(f"{name} must have dtype {dtype} (the dtype of the inputs), got {value.dtype}")
+
+
+def split_directions(rnn: torch.nn.Module) -> tuple:
+    """Two one-directional copies of a one-layer bidirectional ``torch.nn.RNN``, ``GRU`` or ``LSTM``.
+
+    The forward copy holds the parameters ``*_l0`` of ``rnn``, the backward copy ``*_l0_reverse``, renamed
+    to ``*_l0`` (copied, not shared); both have ``rnn``'s class, sizes, ``batch_first``, device and dtype.
+    Run the backward copy on each sequence reversed within its length and it gives what ``rnn``'s
+    backward direction gives on a packed batch.
+
+    Returns:
+        ``(forward_rnn, backward_rnn)``.
+
+    Raises:
+        ValueError: ``rnn`` is not a one-layer bidirectional torch.nn recurrent layer.
+    """
+    if not (isinstance(rnn, torch.nn.RNNBase) and rnn.bidirectional and rnn.num_layers == 1):
+        raise ValueError(f"expected a one-layer bidirectional torch.nn.RNN, GRU or LSTM, got {rnn!r}")
+    if getattr(rnn, "proj_size", 0):
+        raise ValueError("an LSTM with proj_size is not supported")
+    options = {"bias": rnn.bias, "batch_first": rnn.batch_first}
+    if isinstance(rnn, torch.nn.RNN):
+        options["nonlinearity"] = rnn.nonlinearity
+    state = rnn.state_dict()
+    halves = []
+    for suffix in ("_l0", "_l0_reverse"):
+        half = type(rnn)(rnn.input_size, rnn.hidden_size, **options).to(rnn.weight_ih_l0)
+        half.load_state_dict(
+            {name[: -len(suffix)] + "_l0": value for name, value in state.items() if name.endswith(suffix)}
+        )
+        halves.append(half.train(rnn.training))
+    return tuple(halves)

@@ -1,5 +1,8 @@
 """seqlab.grading: references switch off inside ``disabled`` and come back intact; clear tensor checks."""
 
+import subprocess
+import sys
+
 import pytest
 import torch
 from torch import nn
@@ -7,7 +10,14 @@ from torch.testing import assert_close
 
 import seqlab.rnn
 from seqlab import grading
-from seqlab.grading import LSTM_OPTIONAL_REFERENCES, LSTM_REFERENCES, DisabledError, check_tensor, disabled
+from seqlab.grading import (
+    LSTM_OPTIONAL_REFERENCES,
+    LSTM_REFERENCES,
+    DisabledError,
+    check_tensor,
+    disabled,
+    split_directions,
+)
 from seqlab.rnn import lstm_update as lstm_update_alias  # bound before any block, as a student could
 
 B, I, H = 2, 3, 4
@@ -162,3 +172,157 @@ def test_check_tensor_accepts():
 
 def test_public_names():
     assert set(grading.__all__) <= set(dir(grading))
+
+
+# ---------------------------------------------------------------------------------------------------
+# The reference lists of exercises 2 and 3, and split_directions.
+
+
+def test_bidirectional_references_switch_off_and_come_back():
+    from torch.nn.utils.rnn import pack_padded_sequence as pack_alias  # bound before the block
+
+    import seqlab.encoder
+
+    torch.manual_seed(0)
+    src, lengths = torch.tensor([[4, 5, 6], [7, 8, 0]]), torch.tensor([3, 2])
+    encoder = seqlab.encoder.Encoder(vocab_size=10, embedding_size=3, hidden_size=4)
+    bridge = seqlab.encoder.Bridge(4, 2, 5, 1, "gru")
+    scratch = seqlab.rnn.GRU(3, 4, bidirectional=True)
+    one_way = nn.GRU(3, 4, batch_first=True)
+    embedded = torch.randn(2, 3, 3)
+    expected = encoder(src, lengths)[0]
+
+    with disabled(*grading.BIDIRECTIONAL_REFERENCES, optional=grading.BIDIRECTIONAL_OPTIONAL_REFERENCES):
+        calls = {
+            "pack_padded_sequence": lambda: pack_alias(embedded, lengths, batch_first=True),
+            "pack_sequence": lambda: nn.utils.rnn.pack_sequence([embedded[0], embedded[1, :2]]),
+            "Encoder.__init__": lambda: seqlab.encoder.Encoder(10, 3, 4),
+            "Encoder.forward": lambda: encoder(src, lengths),
+            "Bridge.forward": lambda: bridge(torch.zeros(2, 2, 4)),
+            "last_layer_directions": lambda: seqlab.encoder.last_layer_directions(torch.zeros(2, 2, 4), 1, 2),
+            "GRU.__init__": lambda: seqlab.rnn.GRU(3, 4),
+            "GRU.forward": lambda: scratch(embedded, lengths=lengths),
+            "LSTM.__init__": lambda: seqlab.rnn.LSTM(3, 4),
+            "_pack_padded_sequence": lambda: torch._VF._pack_padded_sequence(embedded, lengths, True),
+        }
+        for name, call in calls.items():
+            with pytest.raises(DisabledError, match=name.replace(".", "[.]")):
+                call()
+        # what exercise 2 builds on keeps working: one-directional torch layers, embeddings, indexing
+        outputs, h_n = one_way(encoder.embedding(src))
+        assert outputs.shape == (2, 3, 4) and h_n.shape == (1, 2, 4)
+
+    assert_close(encoder(src, lengths)[0], expected)
+    assert pack_alias(embedded, lengths, batch_first=True).data.shape == (5, 3)
+    assert scratch(embedded, lengths=lengths)[0].shape == (2, 3, 8)
+    assert bridge(encoder(src, lengths)[1]).shape == (1, 2, 5)
+
+
+def test_decoder_and_loss_references_switch_off_and_come_back():
+    import torch.nn.functional as F
+
+    import seqlab.seq2seq
+    import seqlab.train
+    from seqlab.train import sequence_nll as nll_alias  # bound before the block
+
+    torch.manual_seed(0)
+    decoder = seqlab.seq2seq.ContextDecoder(vocab_size=7, embedding_size=3, hidden_size=4, context_size=5)
+    model = seqlab.seq2seq.Seq2Seq(src_vocab_size=6, tgt_vocab_size=7, embedding_size=3, hidden_size=4)
+    prev, state, context = torch.tensor([1, 2]), torch.zeros(1, 2, 4), torch.randn(2, 5)
+    log_probs = torch.randn(2, 3, 7).log_softmax(dim=-1).requires_grad_()
+    targets = torch.tensor([[4, 5, 2], [6, 2, 0]])
+    expected = decoder.step(prev, state, context)[0]
+
+    with disabled(*grading.DECODER_REFERENCES):
+        for name, call in {
+            "ContextDecoder.forward": lambda: decoder(prev.unsqueeze(1), state, context),
+            "ContextDecoder.step": lambda: decoder.step(prev, state, context),
+            "Seq2Seq.forward": lambda: model(torch.tensor([[4]]), torch.tensor([1]), torch.tensor([[1]])),
+            "Seq2Seq.decode_step": lambda: model.decode_step(prev, (torch.zeros(2, 8), state)),
+        }.items():
+            with pytest.raises(DisabledError, match=name.replace(".", "[.]")):
+                call()
+        # the submodules that a decoder step is written from keep working
+        embedded = decoder.embedding(prev)  # (2, 3)
+        outputs, _ = decoder.rnn(torch.cat([embedded, context], dim=1).unsqueeze(1), state)
+        assert decoder.output(torch.cat([outputs[:, 0], context, embedded], dim=1)).shape == (2, 7)
+
+    with disabled(*grading.LOSS_REFERENCES, optional=grading.LOSS_OPTIONAL_REFERENCES):
+        flat_scores, flat_targets = log_probs.flatten(0, 1), targets.flatten()
+        calls = [
+            ("sequence_nll", lambda: seqlab.train.sequence_nll(log_probs, targets)),
+            ("sequence_nll", lambda: nll_alias(log_probs, targets)),
+            ("nll_loss", lambda: F.nll_loss(flat_scores, flat_targets)),
+            ("cross_entropy", lambda: F.cross_entropy(flat_scores, flat_targets)),
+            ("NLLLoss", lambda: nn.NLLLoss()(flat_scores, flat_targets)),
+            ("CrossEntropyLoss", lambda: nn.CrossEntropyLoss()(flat_scores, flat_targets)),
+            ("nll_loss_nd", lambda: torch._C._nn.nll_loss_nd(flat_scores, flat_targets, None, 1, -100)),
+        ]
+        for name, call in calls:
+            with pytest.raises(DisabledError, match=name):
+                call()
+        # a loss written from tensor operations works, gradients included
+        picked = log_probs.gather(2, targets.unsqueeze(2)).squeeze(2)
+        (-(picked * (targets != 0)).sum()).backward()
+        assert log_probs.grad is not None
+        assert decoder.step(prev, state, context)[0].shape == (2, 7)  # the decoder is not switched off here
+
+    assert_close(decoder.step(prev, state, context)[0], expected)
+    assert nll_alias(log_probs, targets).shape == ()
+    assert F.nll_loss(log_probs.flatten(0, 1), targets.flatten()).shape == ()
+
+
+def reversed_within_lengths(x, lengths):
+    """Row b: the first lengths[b] steps in reverse order, then the padding where it was (a plain loop)."""
+    out = x.clone()
+    for b, n in enumerate(lengths.tolist()):
+        out[b, :n] = x[b, :n].flip(0)
+    return out
+
+
+@pytest.mark.parametrize(
+    "layer", [nn.GRU, nn.LSTM, lambda *a, **k: nn.RNN(*a, nonlinearity="relu", **k)], ids=["gru", "lstm", "rnn"]
+)
+def test_split_directions_gives_the_two_halves_of_a_packed_bidirectional_layer(layer):
+    torch.manual_seed(1)
+    B, S, E, H = 3, 5, 2, 4
+    rnn = layer(E, H, batch_first=True, bidirectional=True).double()
+    x, lengths = torch.randn(B, S, E, dtype=torch.float64), torch.tensor([5, 2, 3])
+    packed = nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+    expected, _ = nn.utils.rnn.pad_packed_sequence(rnn(packed)[0], batch_first=True, total_length=S)
+
+    forward_rnn, backward_rnn = split_directions(rnn)
+    for half in (forward_rnn, backward_rnn):
+        assert type(half) is type(rnn) and not half.bidirectional and half.batch_first
+        assert half.weight_ih_l0.dtype == torch.float64
+        assert {p.data_ptr() for p in half.parameters()}.isdisjoint(p.data_ptr() for p in rnn.parameters())
+    mask = (torch.arange(S) < lengths.unsqueeze(1)).unsqueeze(2)
+    forward_out = forward_rnn(x)[0] * mask
+    backward_out = reversed_within_lengths(backward_rnn(reversed_within_lengths(x, lengths))[0], lengths) * mask
+    assert_close(torch.cat([forward_out, backward_out], dim=2), expected)
+
+
+def test_split_directions_rejects_what_it_cannot_split():
+    for rnn in [nn.GRU(2, 3), nn.GRU(2, 3, num_layers=2, bidirectional=True), nn.Linear(2, 3)]:
+        with pytest.raises(ValueError, match="one-layer bidirectional"):
+            split_directions(rnn)
+
+
+def test_a_first_optimizer_can_be_built_inside_the_exercise_blocks():
+    """Exercise 3 trains inside ``disabled``: torch's lazy imports (the first Adam imports torch._dynamo) must work.
+
+    Run in a fresh interpreter, where nothing has imported torch._dynamo yet.
+    """
+    code = (
+        "import torch\n"
+        "from seqlab import grading\n"
+        "lists = [(grading.LOSS_REFERENCES, grading.LOSS_OPTIONAL_REFERENCES),\n"
+        "         (grading.BIDIRECTIONAL_REFERENCES, grading.BIDIRECTIONAL_OPTIONAL_REFERENCES)]\n"
+        "for targets, optional in lists:\n"
+        "    with grading.disabled(*targets, optional=optional):\n"
+        "        torch.optim.Adam([torch.nn.Parameter(torch.zeros(2))])\n"
+        "        import torch._dynamo\n"
+        "print('built')\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=240)
+    assert result.returncode == 0 and result.stdout == "built\n", result.stderr[-3000:]
