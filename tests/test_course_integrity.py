@@ -238,6 +238,15 @@ def test_solution_notebook_follows_the_grading_rules(relative):
         assert not {"error", "execute_result"} & {k for k, _ in kinds}, f"{grade_id}: outputs {kinds}"
     for cell in answers:
         assert "### BEGIN SOLUTION" in cell.source, f"{cell.metadata.nbgrader.grade_id}: no solution region"
+    # nbgrader 0.9.6 puts a deleted test cell back after the nbgrader cell before it in the source, looking
+    # that cell up among the submission's answer and test cells only: a locked cell that is neither (the
+    # setup), or a markdown cell with nbgrader metadata, right before a test cell makes autograde crash.
+    marked = [c.id for c in nb.cells if c.cell_type == "markdown" and "nbgrader" in c.metadata]
+    assert not marked, f"markdown cells must carry no nbgrader metadata: {marked}"
+    tracked = [c.metadata.nbgrader for c in nb.cells if "nbgrader" in c.metadata]
+    for before, cell in zip(tracked, tracked[1:]):
+        if cell.get("grade"):
+            assert before.get("grade") or before.get("solution"), f"test {cell.grade_id} follows {before.grade_id}"
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -1,10 +1,11 @@
 """Grading round trips: nbgrader's own commands on a temporary course with a real sqlite gradebook.
 
 One module fixture builds the course (solutions/ and nbgrader_config.py copied into tmp), releases
-exercise 1, writes one submission per scenario, autogrades them and reads the scores back from the
-gradebook. Every test then checks one scenario. Nothing is written in the repository, so this file
-runs in parallel with the rest of the suite (pytest -n 2 --dist loadfile: the file stays on one worker
-and the course is built once).
+every exercise, writes one submission per scenario, autogrades them and reads the scores back from the
+gradebook. Every test then checks one scenario. Every exercise's solution must score full marks and its
+untouched release 0; the other scenarios (an infinite loop, edited and deleted test cells) use exercise 1.
+Nothing is written in the repository, so this file runs in parallel with the rest of the suite
+(pytest -n 2 --dist loadfile: the file stays on one worker and the course is built once).
 """
 
 import csv
@@ -16,7 +17,9 @@ import pytest
 from grading_harness import cell, nbgrader, solved
 
 ROOT = Path(__file__).resolve().parents[1]
-ASSIGNMENT = NOTEBOOK = "ex01_lstm_cell"
+# Every assignment of solutions/ (solutions/<name>/<name>.ipynb); each has one notebook named like it.
+EXERCISES = sorted(p.parent.name for p in (ROOT / "solutions").glob("*/*.ipynb") if p.stem == p.parent.name)
+ASSIGNMENT = NOTEBOOK = "ex01_lstm_cell"  # the exercise of the other scenarios
 STEP_TESTS = ["test_step_shapes", "test_step_matches_torch", "test_step_gradients"]
 SEQUENCE_TESTS = ["test_sequence_shapes", "test_sequence_matches_torch"]
 LOOP_TIMEOUT = 5  # seconds per cell for the infinite-loop submission (the course's default is 60)
@@ -30,24 +33,31 @@ def lstm_over_sequence(x, weight_ih, weight_hh, bias_ih, bias_hh, state=None):
 """
 
 
-def submit(course: Path, student: str, nb) -> None:
-    folder = course / "submitted" / student / ASSIGNMENT
+def submit(course: Path, student: str, nb, assignment: str = ASSIGNMENT) -> None:
+    folder = course / "submitted" / student / assignment
     folder.mkdir(parents=True)
-    nbformat.write(nb, folder / f"{NOTEBOOK}.ipynb")
+    nbformat.write(nb, folder / f"{assignment}.ipynb")
 
 
-def scores(course: Path, student: str):
+def scores(course: Path, student: str, assignment: str = ASSIGNMENT):
     """(total score, max score, {grade_id: (auto_score, max_score)}) as the gradebook has them."""
     from nbgrader.api import Gradebook
 
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}", course_id="seqlab") as gb:
-        submission = gb.find_submission(ASSIGNMENT, student)
-        grades = gb.find_submission_notebook(NOTEBOOK, ASSIGNMENT, student).grades
+        submission = gb.find_submission(assignment, student)
+        grades = gb.find_submission_notebook(assignment, assignment, student).grades
         return submission.score, submission.max_score, {g.name: (g.auto_score, g.max_score) for g in grades}
 
 
-def autograded(course: Path, student: str):
-    return nbformat.read(course / "autograded" / student / ASSIGNMENT / f"{NOTEBOOK}.ipynb", as_version=4)
+def autograded(course: Path, student: str, assignment: str = ASSIGNMENT):
+    return nbformat.read(course / "autograded" / student / assignment / f"{assignment}.ipynb", as_version=4)
+
+
+def points_of(assignment: str) -> dict:
+    """``{grade_id: points}`` of the solution notebook's test cells, in notebook order."""
+    nb = nbformat.read(ROOT / "solutions" / assignment / f"{assignment}.ipynb", as_version=4)
+    meta = [c.metadata.get("nbgrader", {}) for c in nb.cells]
+    return {m["grade_id"]: m["points"] for m in meta if m.get("grade")}
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +66,9 @@ def course(tmp_path_factory):
     root = tmp_path_factory.mktemp("course")
     shutil.copy(ROOT / "nbgrader_config.py", root)
     shutil.copytree(ROOT / "solutions", root / "solutions", ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
-    times = {"generate_assignment": nbgrader(root, "generate_assignment", ASSIGNMENT, "--force")}
+    times = {
+        f"generate_assignment {name}": nbgrader(root, "generate_assignment", name, "--force") for name in EXERCISES
+    }
 
     students = ["full", "blank", "edited", "deleted", "loop"]
     with open(root / "students.csv", "w", newline="") as f:
@@ -65,10 +77,14 @@ def course(tmp_path_factory):
         writer.writerows([s, s.title(), "Student"] for s in students)
     times["db student import"] = nbgrader(root, "db", "student", "import", "students.csv")
 
+    for name in EXERCISES:
+        release = nbformat.read(root / "exercises" / name / f"{name}.ipynb", as_version=4)
+        solution = nbformat.read(root / "solutions" / name / f"{name}.ipynb", as_version=4)
+        submit(root, "full", solved(release, solution), name)
+        submit(root, "blank", release, name)
+
     release = nbformat.read(root / "exercises" / ASSIGNMENT / f"{NOTEBOOK}.ipynb", as_version=4)
     solution = nbformat.read(root / "solutions" / ASSIGNMENT / f"{NOTEBOOK}.ipynb", as_version=4)
-    submit(root, "full", solved(release, solution))
-    submit(root, "blank", release)
 
     edited = solved(release, solution)
     cell(edited, "lstm_over_sequence").source = BROKEN_SEQUENCE
@@ -82,7 +98,8 @@ def course(tmp_path_factory):
     gone = {"test_step_matches_torch", "test_sequence_matches_torch"}
     deleted.cells = [c for c in deleted.cells if c.metadata.get("nbgrader", {}).get("grade_id") not in gone]
     submit(root, "deleted", deleted)
-    times["autograde (4 submissions)"] = nbgrader(root, "autograde", ASSIGNMENT)
+    for name in EXERCISES:  # ex01: full, blank, edited and deleted; the others: full and blank
+        times[f"autograde {name}"] = nbgrader(root, "autograde", name)
 
     # Graded on its own, with a short cell timeout, after the others (which are then not regraded).
     looping = solved(release, solution)
@@ -94,20 +111,31 @@ def course(tmp_path_factory):
     return {"root": root, "times": times}
 
 
-def test_solution_scores_full_marks(course):
-    total, maximum, grades = scores(course["root"], "full")
-    assert maximum == 10
-    assert total == 10, grades
+def test_every_exercise_is_graded():
+    assert {ASSIGNMENT, "ex02_bidirectional_encoder", "ex03_seq2seq"} <= set(EXERCISES), EXERCISES
+    assert points_of(ASSIGNMENT) == dict.fromkeys(STEP_TESTS + SEQUENCE_TESTS, 2)
+
+
+@pytest.mark.parametrize("assignment", EXERCISES)
+def test_solution_scores_full_marks(course, assignment):
+    points = points_of(assignment)
+    total, maximum, grades = scores(course["root"], "full", assignment)
+    assert set(grades) == set(points), grades
+    assert maximum == sum(points.values())
+    assert total == maximum, grades
     assert all(auto == max_score for auto, max_score in grades.values()), grades
 
 
-def test_untouched_release_scores_zero(course):
-    total, maximum, grades = scores(course["root"], "blank")
-    assert (total, maximum) == (0, 10), grades
-    assert set(grades) == set(STEP_TESTS + SEQUENCE_TESTS)
+@pytest.mark.parametrize("assignment", EXERCISES)
+def test_untouched_release_scores_zero(course, assignment):
+    points = points_of(assignment)
+    total, maximum, grades = scores(course["root"], "blank", assignment)
+    assert (total, maximum) == (0, sum(points.values())), grades
+    assert set(grades) == set(points)
     assert all(auto == 0 for auto, _ in grades.values()), grades
-    errors = [o.ename for o in cell(autograded(course["root"], "blank"), "test_step_shapes").outputs if "ename" in o]
-    assert errors == ["NotImplementedError"]
+    # the first test fails on the stub that the student replaces, not on something else
+    first = cell(autograded(course["root"], "blank", assignment), next(iter(points)))
+    assert [o.ename for o in first.outputs if "ename" in o] == ["NotImplementedError"]
 
 
 def test_infinite_loop_times_out_and_the_rest_is_graded(course):
