@@ -9,6 +9,11 @@ VENV := .venv
 BIN := $(CURDIR)/$(VENV)/bin
 # nbgrader runs `alembic` as a program, so the environment's bin/ must come first on PATH.
 export PATH := $(BIN):$(PATH)
+# The course's models are small: one thread per process is as fast as two, and it keeps torch's
+# threads from spinning against each other when pytest-xdist runs two notebooks on two cores.
+export OMP_NUM_THREADS ?= 1
+# No progress bars in stored outputs, the rendered book or nbgrader's test cells.
+export SEQLAB_PROGRESS ?= 0
 STAMP := $(VENV)/.installed
 
 .PHONY: env book test lint release grade clean
