@@ -56,6 +56,8 @@ def train_seq2seq(
     seed: int = 0,
     device: torch.device | str = "cpu",
     loss_fn=sequence_nll,
+    batch_loss=None,
+    make_batches=iterate_batches,
 ) -> dict:
     """Train with teacher forcing: Adam, gradient-norm clipping, a fresh shuffle every epoch.
 
@@ -67,6 +69,10 @@ def train_seq2seq(
         seed: seeds the parameters' updates order (shuffling) so a run can be repeated.
         device: where to train.
         loss_fn: ``(log_probs, tgt_out) -> scalar``, by default :func:`sequence_nll`.
+        batch_loss: ``(model, batch) -> scalar``, for a loss that needs more than the log-probabilities
+            (the pointer-generator's coverage term); replaces ``loss_fn`` when given.
+        make_batches: ``(pairs, src_vocab, tgt_vocab, batch_size, shuffle, seed)`` → batches; by
+            default :func:`seqlab.data.iterate_batches`.
 
     Returns:
         ``{"loss": [mean loss of each epoch], "seconds": [wall time of each epoch]}``.
@@ -80,9 +86,12 @@ def train_seq2seq(
     for epoch in bar:
         start, total, count = time.perf_counter(), 0.0, 0
         model.train()
-        for batch in iterate_batches(pairs, src_vocab, tgt_vocab, batch_size, shuffle=True, seed=seed + epoch):
+        for batch in make_batches(pairs, src_vocab, tgt_vocab, batch_size, shuffle=True, seed=seed + epoch):
             batch = batch.to(device)
-            loss = loss_fn(model(batch.src, batch.src_lengths, batch.tgt_in), batch.tgt_out)
+            if batch_loss is not None:
+                loss = batch_loss(model, batch)
+            else:
+                loss = loss_fn(model(batch.src, batch.src_lengths, batch.tgt_in), batch.tgt_out)
             optimizer.zero_grad()
             loss.backward()
             nn.utils.clip_grad_norm_(model.parameters(), clip)

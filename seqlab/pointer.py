@@ -1,0 +1,266 @@
+"""The pointer-generator network with coverage of See, Liu and Manning (2017) (chapter 6).
+
+A summary often repeats words of its source that no fixed vocabulary holds: names, numbers, places.
+A plain attention model can only write ``<unk>`` for them. The pointer-generator mixes two ways of
+producing the next word:
+
+* **generate** from the vocabulary with the decoder's distribution ``P_vocab`` (as in chapter 4);
+* **copy** a source word by **pointing** at it: the attention weights are a distribution over source
+  positions, hence over the source's words.
+
+A switch ``p_gen ∈ (0, 1)``, computed at every step, mixes them over an **extended vocabulary**: the
+model's V words plus the source's out-of-vocabulary words, numbered V, V+1, ... per example::
+
+    P(w) = p_gen · P_vocab(w) + (1 − p_gen) · Σ_{i : x_i = w} a_i
+
+**Coverage** keeps a running sum of past attention, ``c^t = Σ_{t' < t} a^{t'}``. It is fed to the
+attention scorer (so the model knows what it has already covered) and a loss ``Σ_i min(a_i^t, c_i^t)``
+penalises attending again to what is already covered: the cure for repeating oneself.
+"""
+
+import torch
+from torch import Tensor, nn
+
+from seqlab.attention import AdditiveScorer, masked_softmax
+from seqlab.checks import check_shape
+from seqlab.data import PAD_ID, UNK_ID, lengths_to_mask
+from seqlab.decoding import Decodable
+from seqlab.encoder import Bridge, Encoder
+
+
+def final_distribution(vocab_probs: Tensor, attn: Tensor, p_gen: Tensor, src_ext_ids: Tensor, n_oov: int) -> Tensor:
+    """Mix generating and copying into one distribution over the extended vocabulary.
+
+    ``P(w) = p_gen · P_vocab(w) + (1 − p_gen) · Σ_{i : src_ext_ids_i = w} attn_i``
+
+    The copy part *adds* the weights of every source position holding ``w``, so a word that appears
+    twice in the source receives both weights. Ids ``V .. V + n_oov - 1`` are the source's
+    out-of-vocabulary words, which only copying can produce.
+
+    Args:
+        vocab_probs: ``(B, V)`` the decoder's distribution over its vocabulary (rows sum to 1).
+        attn: ``(B, S)`` attention weights over source positions (rows sum to 1; 0 on padding).
+        p_gen: ``(B, 1)`` probability of generating rather than copying.
+        src_ext_ids: ``(B, S)`` long, each source token's id in the extended vocabulary.
+        n_oov: the most out-of-vocabulary words of any example in the batch.
+
+    Returns:
+        ``(B, V + n_oov)`` probabilities; rows sum to 1.
+
+    Taught in chapter 6.
+    """
+    check_shape("vocab_probs", vocab_probs, ("B", "V"))
+    B, V = vocab_probs.shape
+    check_shape("attn", attn, (B, "S"))
+    check_shape("p_gen", p_gen, (B, 1))
+    check_shape("src_ext_ids", src_ext_ids, (B, attn.shape[1]))
+    if n_oov < 0:
+        raise ValueError(f"n_oov must be >= 0, got {n_oov}")
+    if src_ext_ids.numel() and int(src_ext_ids.max()) >= V + n_oov:
+        raise ValueError(
+            f"src_ext_ids: ids must be < V + n_oov = {V + n_oov}, got {int(src_ext_ids.max())}; is n_oov too small?"
+        )
+    generate = p_gen * vocab_probs  # (B, V)
+    extended = torch.cat([generate, generate.new_zeros(B, n_oov)], dim=1)  # (B, V + n_oov)
+    # Copying: scatter_add sums the weights of repeated source words onto the same id.
+    return extended.scatter_add(1, src_ext_ids, (1 - p_gen) * attn)  # (B, V + n_oov)
+
+
+def coverage_loss(attn: Tensor, coverage: Tensor, mask: Tensor | None = None) -> Tensor:
+    """The coverage loss of one decoder step: ``Σ_i min(a_i, c_i)``, averaged over the batch.
+
+    ``coverage`` must be the sum of the *earlier* steps' attention (zeros at the first step), so a
+    position is penalised only for being attended to again. Padded positions (``mask`` False) count
+    for nothing.
+
+    Args:
+        attn: ``(B, S)`` this step's attention weights.
+        coverage: ``(B, S)`` the sum of all earlier steps' attention weights.
+        mask: ``(B, S)`` bool, True at real source tokens, or None.
+
+    Returns:
+        A scalar: the mean over the batch of each row's sum.
+
+    Taught in chapter 6.
+    """
+    check_shape("attn", attn, ("B", "S"))
+    check_shape("coverage", coverage, tuple(attn.shape))
+    overlap = torch.minimum(attn, coverage)  # (B, S)
+    if mask is not None:
+        check_shape("mask", mask, tuple(attn.shape))
+        overlap = overlap * mask
+    return overlap.sum(dim=1).mean()
+
+
+# ----------------------------------------------------------------------------------------------
+# The model
+
+
+class CoverageAttention(nn.Module):
+    r"""Additive attention that also sees each source position's coverage (See et al., 2017, eq. 11).
+
+    ``e_i = vᵀ tanh(W_h h_i + W_s z + w_c c_i + b)``, ``a = masked_softmax(e)``, ``context = Σ_i a_i h_i``,
+    where ``c_i`` is how much attention position i has received so far. With coverage all zero it
+    is exactly chapter 4's additive attention.
+
+    Args:
+        query_size: size of the decoder state z.
+        memory_size: size of each encoder state h_i (keys and values).
+        hidden_size: the additive scorer's hidden size.
+
+    Shape:
+        - query ``(B, Dq)``, memory ``(B, S, M)``, mask ``(B, S)``, prepared_keys ``(B, S, A)``,
+          coverage ``(B, S)`` → context ``(B, M)``, weights ``(B, S)``.
+
+    Taught in chapter 6.
+    """
+
+    def __init__(self, query_size: int, memory_size: int, hidden_size: int):
+        super().__init__()
+        self.scorer = AdditiveScorer(query_size, memory_size, hidden_size)
+        self.coverage_proj = nn.Linear(1, hidden_size, bias=False)  # w_c
+
+    def forward(self, query: Tensor, memory: Tensor, mask: Tensor, prepared_keys: Tensor, coverage: Tensor) -> tuple:
+        projected = (
+            self.scorer.query_proj(query).unsqueeze(1)  # (B, 1, A): W_s z + b
+            + prepared_keys  # (B, S, A): W_h h_i, computed once per source
+            + self.coverage_proj(coverage.unsqueeze(2))  # (B, S, A): w_c c_i
+        )
+        scores = self.scorer.v(torch.tanh(projected)).squeeze(2)  # (B, S)
+        weights = masked_softmax(scores.unsqueeze(1), mask).squeeze(1)  # (B, S)
+        context = (weights.unsqueeze(1) @ memory).squeeze(1)  # (B, 1, S) @ (B, S, M) -> (B, M)
+        return context, weights
+
+
+class PointerGenerator(Decodable, nn.Module):
+    """An attention Seq2Seq that can copy source words: the pointer-generator, optionally with coverage.
+
+    One vocabulary serves source and target (copying needs shared ids). Inputs ``src`` and
+    ``tgt_in`` are in **extended** ids (see :func:`seqlab.data.extended_source_ids`): ids ``>= V`` are
+    the example's out-of-vocabulary words. The model reads them as ``<unk>`` (it has no embedding for
+    them) and can still write them, by copying.
+
+    Each decoder step (chapter 4's loop, plus the switch)::
+
+        context, a = attention(z_t, encoder states, coverage)      # coverage: Σ of earlier a
+        z_{t+1}    = cell([embed(y_t); context], z_t)
+        P_vocab    = softmax(W_out [z_{t+1}; context; embed(y_t)])
+        p_gen      = σ(w · [context; z_{t+1}; embed(y_t)] + b)
+        P          = final_distribution(P_vocab, a, p_gen, src ids, n_oov)
+
+    Args:
+        vocab_size: V, the shared vocabulary (id 0 is padding).
+        embedding_size, hidden_size: as for :class:`~seqlab.attention_seq2seq.AttentionSeq2Seq`
+            (a bidirectional GRU encoder with ``hidden_size // 2`` units per direction).
+        coverage_weight: λ of the coverage loss; 0 switches coverage off (the attention gets zeros
+            and no coverage loss is added). :meth:`enable_coverage` switches it on later.
+
+    Shape:
+        - ``model(src (B, S), src_lengths (B,), tgt_in (B, T)) -> probs (B, T, V + n_oov)``,
+          ``n_oov = max(src) - V + 1`` (0 when the batch has no out-of-vocabulary word).
+
+    Taught in chapter 6.
+    """
+
+    def __init__(self, vocab_size: int, embedding_size: int = 32, hidden_size: int = 64, coverage_weight: float = 0.0):
+        super().__init__()
+        self.vocab_size = vocab_size
+        self.coverage_weight = coverage_weight
+        self.encoder = Encoder(vocab_size, embedding_size, hidden_size // 2, "gru", bidirectional=True)
+        self.bridge = Bridge(hidden_size // 2, 2, hidden_size, 1, "gru")
+        self.embedding = nn.Embedding(vocab_size, embedding_size, padding_idx=PAD_ID)
+        self.attention = CoverageAttention(hidden_size, hidden_size, hidden_size)
+        self.rnn = nn.GRU(embedding_size + hidden_size, hidden_size, batch_first=True)
+        self.output = nn.Linear(2 * hidden_size + embedding_size, vocab_size)
+        self.switch = nn.Linear(2 * hidden_size + embedding_size, 1)  # w and b of p_gen
+
+    def enable_coverage(self, weight: float = 1.0) -> None:
+        """Switch coverage on (See et al. add it for a short last phase of training)."""
+        self.coverage_weight = weight
+
+    def to_unk(self, ids: Tensor) -> Tensor:
+        """Extended ids → model ids: every out-of-vocabulary id becomes ``<unk>``."""
+        return ids.masked_fill(ids >= self.vocab_size, UNK_ID)
+
+    def n_oov(self, src: Tensor) -> int:
+        return max(0, int(src.max()) - self.vocab_size + 1) if src.numel() else 0
+
+    def start_decoding(self, src: Tensor, src_lengths: Tensor) -> dict:
+        memory, final = self.encoder(self.to_unk(src), src_lengths)  # (B, S, H)
+        return {
+            "memory": memory,
+            "mask": lengths_to_mask(src_lengths, src.shape[1]).to(src.device),  # (B, S)
+            "prepared_keys": self.attention.scorer.prepare_keys(memory),  # (B, S, A)
+            "coverage": memory.new_zeros(src.shape),  # (B, S)
+            "src": src,  # extended ids, for copying
+            "hidden": self.bridge(final),  # (1, B, H)
+            "n_oov": self.n_oov(src),
+        }
+
+    def step(self, prev_tokens: Tensor, state: dict) -> tuple:
+        """One step. Returns ``probs (B, V + n_oov)``, the new state and a dict of what plots need."""
+        coverage_in = state["coverage"] if self.coverage_weight > 0 else torch.zeros_like(state["coverage"])
+        # 1) attend, with the coverage so far
+        query = state["hidden"][-1]  # (B, H)
+        context, attn = self.attention(query, state["memory"], state["mask"], state["prepared_keys"], coverage_in)
+        # 2) update the decoder state
+        embedded = self.embedding(self.to_unk(prev_tokens))  # (B, E)
+        output, hidden = self.rnn(torch.cat([embedded, context], dim=1).unsqueeze(1), state["hidden"])  # (B, 1, H)
+        # 3) generate: the vocabulary distribution, and the switch
+        features = torch.cat([output.squeeze(1), context, embedded], dim=1)  # (B, 2H + E)
+        vocab_probs = torch.softmax(self.output(features), dim=1)  # (B, V)
+        p_gen = torch.sigmoid(self.switch(features))  # (B, 1)
+        # 4) mix generating and copying over the extended vocabulary
+        probs = final_distribution(vocab_probs, attn, p_gen, state["src"], state["n_oov"])  # (B, V + n_oov)
+        details = {"attn": attn, "p_gen": p_gen.squeeze(1), "coverage": state["coverage"]}
+        new_state = {**state, "hidden": hidden, "coverage": state["coverage"] + attn}
+        return probs, new_state, details
+
+    def forward_with_details(self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor) -> dict:
+        """Teacher-forced run. Returns ``probs (B, T, V + n_oov)``, ``attn (B, T, S)``, ``p_gen (B, T)``
+        and ``coverage (B, T, S)`` (the coverage *before* each step)."""
+        check_shape("tgt_in", tgt_in, (src.shape[0], "T"))
+        state = self.start_decoding(src, src_lengths)
+        steps = []
+        for t in range(tgt_in.shape[1]):
+            probs, state, details = self.step(tgt_in[:, t], state)
+            steps.append({"probs": probs, **details})
+        return {key: torch.stack([s[key] for s in steps], dim=1) for key in steps[0]}
+
+    def forward(self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor) -> Tensor:
+        return self.forward_with_details(src, src_lengths, tgt_in)["probs"]  # (B, T, V + n_oov)
+
+    # --- the decoding protocol of seqlab.decoding ---------------------------------------------
+
+    def decode_step(self, prev_tokens: Tensor, state: dict) -> tuple:
+        probs, state, _ = self.step(prev_tokens, state)
+        return probs.clamp_min(EPSILON).log(), state  # log-probabilities over the extended vocabulary
+
+    def reorder_state(self, state: dict, index: Tensor) -> dict:
+        picked = {k: state[k].index_select(0, index) for k in ("memory", "mask", "prepared_keys", "coverage", "src")}
+        return {**state, **picked, "hidden": state["hidden"].index_select(1, index)}
+
+
+EPSILON = 1e-12  # probabilities are clamped here before a log: a target the model cannot produce costs -log(1e-12)
+
+
+def pointer_loss(model: PointerGenerator, batch) -> Tensor:
+    """Negative log-likelihood of the targets over the extended vocabulary, plus λ · coverage loss.
+
+    Both are averaged over the real target tokens. ``-log p`` uses ``p`` clamped at ``EPSILON``, so a
+    target the model cannot produce (an unknown word absent from the source) gives a large finite loss,
+    never ``inf``. Use it as ``train_seq2seq(..., batch_loss=pointer_loss)``.
+
+    Taught in chapter 6.
+    """
+    out = model.forward_with_details(batch.src, batch.src_lengths, batch.tgt_in)
+    mask = batch.tgt_out != PAD_ID  # (B, T)
+    picked = out["probs"].gather(2, batch.tgt_out.unsqueeze(2)).squeeze(2)  # (B, T): P(target)
+    nll = -(picked.clamp_min(EPSILON).log() * mask).sum() / mask.sum()
+    if model.coverage_weight == 0:
+        return nll
+    src_mask = lengths_to_mask(batch.src_lengths, batch.src.shape[1]).to(mask.device)  # (B, S)
+    src_mask = src_mask.unsqueeze(1).expand_as(out["attn"])  # (B, T, S)
+    # One row per real target step: (N, S) with N the number of real target tokens.
+    coverage = coverage_loss(out["attn"][mask], out["coverage"][mask], src_mask[mask])
+    return nll + model.coverage_weight * coverage
