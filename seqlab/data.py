@@ -10,6 +10,8 @@ draw from their own ``random.Random(seed)`` and never touch the global random st
 * :func:`translation_task`: grammar-generated English → Chinese phrases whose word order differs.
 * :func:`right_context_task`: tagging where an ambiguous word's sense is given only by the words
   after it.
+* :func:`summarisation_task`: short news stories → one-sentence summaries that copy names no
+  vocabulary holds; :class:`PointerBatch` numbers each source's out-of-vocabulary words for copying.
 
 Batches are **batch-first** with ``PAD_ID = 0``; masks are bool with True at real tokens.
 Shape legend: B batch, S source length, T target length.
@@ -685,3 +687,353 @@ def right_context_task(n: int, seed: int = 0) -> list[tuple[list[str], list[str]
         tags = ["O"] * len(left) + [sense] + ["O"] * len(right)
         examples.append((tokens, tags))
     return examples
+
+
+# ----------------------------------------------------------------------------------------------
+# Templated summarisation, with names that no vocabulary holds
+#
+# A story is a lead sentence (who did what, where, when), a detail with a number, and a distractor
+# that has nothing to do with the lead; the summary is the lead without the when:
+#   "on monday , zorvan kelleth opened a bridge in dunmere . the bridge cost 40 million dollars .
+#    meanwhile , traffic on the main road was slow ."  →  "zorvan kelleth opened a bridge in dunmere ."
+# Names and places are glued together from syllables, so nearly every one is new: a vocabulary built
+# on the training stories cannot hold them, and only copying can write them.
+
+_NAME_ONSETS = ("b", "d", "f", "g", "h", "k", "l", "m", "n", "p", "r", "s", "t", "v", "z", "br", "dr", "gr", "th", "w")
+_NAME_VOWELS = ("a", "e", "i", "o", "u", "ae", "ei")
+_NAME_CODAS = ("", "n", "r", "l", "s", "th", "m", "v", "k")
+_PLACE_ENDINGS = ("mere", "ford", "holm", "wick", "ton", "by", "stead", "moor", "field", "haven", "port", "dale")
+
+_WEEKDAY_WORDS = tuple(day.lower() for day in WEEKDAYS)
+_ROLES = ("a local teacher", "a business owner", "a retired nurse", "the new mayor", "a young engineer")
+
+# action → detail sentences that go with it; each holds a {number} and some the last name again.
+_ACTIONS = {
+    "opened a bridge": ("the bridge cost {number} million dollars .", "{last} said the work took {number} years ."),
+    "won the election": ("{last} won {number} percent of the vote .", "the count ended after {number} hours ."),
+    "signed a contract": ("the contract is worth {number} million dollars .", "{last} signed for {number} years ."),
+    "opened a school": ("the school has {number} classrooms .", "{last} said {number} children will start soon ."),
+    "closed the factory": ("{number} workers lost their jobs .", "the factory had been open for {number} years ."),
+    "visited the hospital": ("{last} met {number} nurses and doctors .", "the hospital has {number} beds ."),
+    "sold the company": ("the price was {number} million dollars .", "{last} had run it for {number} years ."),
+    "won the race": ("{last} finished {number} seconds ahead .", "{number} runners started the race ."),
+}
+# Lead sentences: the summary is "{first} {last} {action} in {place} ." whatever the order here.
+_LEADS_WITH_PLACE = (
+    "on {day} , {first} {last} {action} in {place} .",
+    "{first} {last} {action} in {place} on {day} .",
+    "in {place} , {first} {last} {action} on {day} .",
+    "{first} {last} , {role} , {action} in {place} .",
+    "residents of {place} say that {first} {last} {action} .",
+)
+_LEADS_WITHOUT_PLACE = (
+    "on {day} , {first} {last} {action} .",
+    "{first} {last} , {role} , {action} on {day} .",
+)
+# Sentences that mention the last name, or the place, a second time.
+_ECHOES = ("{last} said it was a great day for {place} .", "{last} thanked everyone who helped .")
+# Nothing here belongs in the summary: {other_place} is a second place and {count} a second number.
+_DISTRACTORS = (
+    "meanwhile , traffic on the main road was slow .",
+    "the weather was cold and wet all week .",
+    "the football club lost {count} games in a row .",
+    "meanwhile , heavy rain fell in {other_place} .",
+    "shops in the town centre stayed open late .",
+    "prices at the market rose by {count} percent .",
+)
+
+
+def _syllable(rng: random.Random) -> str:
+    return rng.choice(_NAME_ONSETS) + rng.choice(_NAME_VOWELS) + rng.choice(_NAME_CODAS)
+
+
+@functools.lru_cache(maxsize=1)
+def _summarisation_common_words() -> frozenset:
+    """Every word the templates write themselves; a generated name must not be one of them."""
+    texts = [*_WEEKDAY_WORDS, *_ROLES, *_ECHOES, *_DISTRACTORS, *_LEADS_WITH_PLACE, *_LEADS_WITHOUT_PLACE]
+    texts += [text for action, details in _ACTIONS.items() for text in (action, *details)]
+    return frozenset(word for text in texts for word in text.split() if not word.startswith("{"))
+
+
+def _new_word(rng: random.Random, make) -> str:
+    """Draw ``make(rng)`` until it is not a template word (almost always the first draw)."""
+    while (word := make(rng)) in _summarisation_common_words():
+        pass
+    return word
+
+
+def _person_name(rng: random.Random) -> tuple[str, str]:
+    first = _new_word(rng, lambda r: _syllable(r) + _syllable(r))
+    last = _new_word(rng, lambda r: _syllable(r) + _syllable(r))
+    return first, last
+
+
+def _place_name(rng: random.Random) -> str:
+    return _new_word(rng, lambda r: _syllable(r) + r.choice(_PLACE_ENDINGS))
+
+
+def summarisation_task(n: int, seed: int = 0) -> list[tuple[list[str], list[str]]]:
+    """Short news stories and one-sentence summaries that copy a person's (and a place's) name.
+
+    Each story has two or three sentences (15 to 35 tokens, lower case, punctuation as tokens): a lead
+    that says who did what (one of a few actions), usually where and when; then a detail with a number
+    and a distractor, in either order, or one of them; some stories mention the last name (and the
+    place) a second time. The summary (5 to 10 tokens) is the lead's who, what and where::
+
+        "zorvan kelleth opened a bridge in dunmere ."
+
+    First names, last names and places are made from random syllables, so nearly every one is new:
+    with :func:`build_shared_vocab` and ``min_freq=2`` they are out of vocabulary, and a model can
+    write them only by copying them from the story. Every word of a summary is either a common
+    template word or a word of its own story.
+
+    Example::
+
+        >>> src, tgt = summarisation_task(1)[0]
+        >>> all(word in src for word in tgt[:2])  # the name is copied from the story
+        True
+
+    Taught in chapter 6.
+    """
+    _check_n(n)
+    rng = random.Random(seed)
+    pairs = []
+    for _ in range(n):
+        first, last = _person_name(rng)
+        action = rng.choice(list(_ACTIONS))  # dicts keep insertion order: repeatable
+        has_place = rng.random() < 0.8
+        slots = {
+            "first": first,
+            "last": last,
+            "action": action,
+            "place": _place_name(rng),
+            "other_place": _place_name(rng),
+            "day": rng.choice(_WEEKDAY_WORDS),
+            "role": rng.choice(_ROLES),
+            "number": str(rng.randint(2, 99)),
+            "count": str(rng.randint(2, 99)),
+        }
+        lead = rng.choice(_LEADS_WITH_PLACE if has_place else _LEADS_WITHOUT_PLACE)
+        detail = rng.choice(_ACTIONS[action])
+        extra = rng.choice(_DISTRACTORS + (_ECHOES if has_place else _ECHOES[1:]))
+        shape = rng.random()
+        if shape < 0.5:  # three sentences, the lead first
+            sentences = [lead, detail, extra] if rng.random() < 0.5 else [lead, extra, detail]
+        elif shape < 0.75:
+            sentences = [lead, detail]
+        else:  # a distractor before the lead: the summary does not always start at the first word
+            sentences = [rng.choice(_DISTRACTORS), lead, detail]
+        src = " ".join(sentences).format(**slots).split()
+        tgt = f"{first} {last} {action}{' in ' + slots['place'] if has_place else ''} .".split()
+        pairs.append((src, tgt))
+    return pairs
+
+
+# ----------------------------------------------------------------------------------------------
+# The pointer-generator's extended vocabulary
+#
+# Copying needs one vocabulary for both sides: a source word and the same target word must have the
+# same id. Each example's out-of-vocabulary source words get temporary ids V, V+1, ... (V the
+# vocabulary's size), in order of first appearance; the targets use those ids too, so the loss can
+# reward copying a name that the vocabulary does not hold.
+
+
+def build_shared_vocab(pairs: list[tuple[list[str], list[str]]], min_freq: int = 1) -> Vocab:
+    """One :class:`Vocab` for sources and targets, keeping the tokens found in at least ``min_freq`` pairs.
+
+    Unlike :meth:`Vocab.build`, a token counts once per pair, however often that pair repeats it: a
+    name that one story mentions twice and its summary copies once is still a word of one pair only,
+    so ``min_freq=2`` leaves it out of the vocabulary.
+
+    Taught in chapter 6.
+    """
+    return Vocab.build((sorted(set(src) | set(tgt)) for src, tgt in pairs), min_freq)
+
+
+def extended_source_ids(tokens: list[str], vocab: Vocab) -> tuple[list[int], list[str]]:
+    """Source ids over the extended vocabulary, and the source's out-of-vocabulary words.
+
+    A token in ``vocab`` gets its id; the k-th distinct out-of-vocabulary token (in order of first
+    appearance) gets ``len(vocab) + k``, the same id every time it appears.
+
+    Returns:
+        ``(ids, oovs)``: one id per token, and the out-of-vocabulary words, ``oovs[k]`` having id
+        ``len(vocab) + k``.
+
+    Example::
+
+        >>> vocab = Vocab(["said", "."])  # said = 4, . = 5; len(vocab) = 6
+        >>> extended_source_ids(["kelleth", "said", "zorvan", "kelleth", "."], vocab)
+        ([6, 4, 7, 6, 5], ['kelleth', 'zorvan'])
+
+    Taught in chapter 6.
+    """
+    if isinstance(tokens, str):
+        raise ValueError("extended_source_ids expects a list of tokens, got a str")
+    ids, oov_index = [], {}
+    for token in tokens:
+        if token in vocab:
+            ids.append(vocab.token_to_id(token))
+        else:
+            k = oov_index.setdefault(token, len(oov_index))
+            ids.append(len(vocab) + k)
+    return ids, list(oov_index)
+
+
+def extended_target_ids(tokens: list[str], vocab: Vocab, oovs: list[str]) -> list[int]:
+    """Target ids over the extended vocabulary of one source (without ``<bos>`` or ``<eos>``).
+
+    A token in ``vocab`` gets its id, a token of ``oovs`` (the source's out-of-vocabulary words) gets
+    ``len(vocab) + its index``, and any other token ``UNK_ID``: a word found in neither place can be
+    neither generated nor copied.
+
+    Example::
+
+        >>> vocab = Vocab(["said", "."])
+        >>> extended_target_ids(["kelleth", "said", "dunmere", "."], vocab, ["kelleth", "zorvan"])
+        [6, 4, 3, 5]
+
+    Taught in chapter 6.
+    """
+    if isinstance(tokens, str):
+        raise ValueError("extended_target_ids expects a list of tokens, got a str")
+    position = {word: k for k, word in enumerate(oovs)}
+    ids = []
+    for token in tokens:
+        if token in vocab:
+            ids.append(vocab.token_to_id(token))
+        elif token in position:
+            ids.append(len(vocab) + position[token])
+        else:
+            ids.append(UNK_ID)
+    return ids
+
+
+def decode_extended(ids, vocab: Vocab, oovs: list[str], strip_special: bool = True) -> list[str]:
+    """Map extended ids (a list or a 1-D tensor) back to words: ``len(vocab) + k`` is ``oovs[k]``.
+
+    Special tokens are handled as :meth:`Vocab.decode` handles them: with ``strip_special``, decoding
+    stops at the first ``<eos>`` and drops ``<pad>`` and ``<bos>``.
+
+    Example::
+
+        >>> decode_extended([6, 4, 7, 5, 2, 0], Vocab(["said", "."]), ["kelleth", "zorvan"])
+        ['kelleth', 'said', 'zorvan', '.']
+
+    Taught in chapter 6.
+    """
+    if isinstance(ids, Tensor):
+        if ids.dim() != 1:
+            raise ValueError(f"decode_extended expects a 1-D sequence of ids, got shape {tuple(ids.shape)}")
+        ids = ids.tolist()
+    V = len(vocab)
+    tokens = []
+    for token_id in ids:
+        if strip_special and token_id == EOS_ID:
+            break
+        if strip_special and token_id in (PAD_ID, BOS_ID):
+            continue
+        if token_id >= V:
+            if token_id - V >= len(oovs):
+                raise ValueError(
+                    f"id {token_id} is outside the extended vocabulary [0, {V + len(oovs)}) of this source"
+                )
+            tokens.append(oovs[token_id - V])
+        else:
+            tokens.append(vocab.id_to_token(token_id))
+    return tokens
+
+
+@dataclass
+class PointerBatch:
+    """A padded batch for the pointer-generator: a :class:`Seq2SeqBatch` over the extended vocabulary.
+
+    ``src``, ``tgt_in`` and ``tgt_out`` hold extended ids: a source's out-of-vocabulary word k is
+    ``V + k`` (V the vocabulary's size), in the source, in the target, and in the decoder's input.
+    The model maps ids ``>= V`` to ``<unk>`` before embedding them (an embedding has V rows only) and
+    uses the extended ids to copy and to score the output.
+
+    Taught in chapter 6.
+    """
+
+    src: Tensor  # (B, S) long: source ids in the extended vocabulary, PAD_ID after each source's end
+    src_lengths: Tensor  # (B,) long: real length of each source
+    src_mask: Tensor  # (B, S) bool: True at real source tokens
+    tgt_in: Tensor  # (B, T) long: <bos> followed by the target, extended ids (map >= V to <unk> to embed)
+    tgt_out: Tensor  # (B, T) long: the target followed by <eos>, extended ids (what the output must give)
+    tgt_mask: Tensor  # (B, T) bool: True where tgt_out is real (the steps the loss counts)
+    oovs: list[list[str]]  # per example, its source's out-of-vocabulary words: id V + k is oovs[b][k]
+    n_oov: int  # the most out-of-vocabulary words of any example: outputs have V + n_oov columns
+
+    def to(self, device) -> "PointerBatch":
+        """The same batch with every tensor moved to ``device`` (``oovs`` and ``n_oov`` are kept)."""
+        moved = {f.name: getattr(self, f.name) for f in fields(self)}
+        return PointerBatch(**{name: v.to(device) if isinstance(v, Tensor) else v for name, v in moved.items()})
+
+    def __len__(self) -> int:
+        return self.src.shape[0]
+
+
+def make_pointer_batch(pairs: list[tuple[list[str], list[str]]], vocab: Vocab) -> PointerBatch:
+    """Encode and pad (source tokens, target tokens) pairs over each source's extended vocabulary.
+
+    Example::
+
+        >>> vocab = Vocab(["said", "."])  # said = 4, . = 5; len(vocab) = 6
+        >>> batch = make_pointer_batch([(["kelleth", "said", "."], ["kelleth", "said", "."])], vocab)
+        >>> batch.src.tolist(), batch.tgt_out.tolist(), batch.oovs
+        ([[6, 4, 5]], [[6, 4, 5, 2]], [['kelleth']])
+
+    Taught in chapter 6.
+    """
+    if len(pairs) == 0:
+        raise ValueError("make_pointer_batch needs at least one pair, got none")
+    for i, (src, _) in enumerate(pairs):
+        if len(src) == 0:
+            raise ValueError(f"pair {i} has an empty source; an encoder needs at least one token")
+    encoded = [extended_source_ids(src, vocab) for src, _ in pairs]
+    src, src_lengths = pad_sequences([ids for ids, _ in encoded])  # (B, S), (B,)
+    oovs = [words for _, words in encoded]
+    targets = [extended_target_ids(tgt, vocab, words) for (_, tgt), words in zip(pairs, oovs)]
+    tgt_in, tgt_lengths = pad_sequences([[BOS_ID] + t for t in targets])  # (B, T), (B,)
+    tgt_out, _ = pad_sequences([t + [EOS_ID] for t in targets])  # (B, T): same lengths as tgt_in
+    return PointerBatch(
+        src=src,
+        src_lengths=src_lengths,
+        src_mask=lengths_to_mask(src_lengths),  # (B, S)
+        tgt_in=tgt_in,
+        tgt_out=tgt_out,
+        tgt_mask=lengths_to_mask(tgt_lengths),  # (B, T)
+        oovs=oovs,
+        n_oov=max(len(words) for words in oovs),
+    )
+
+
+def iterate_pointer_batches(
+    pairs: list[tuple[list[str], list[str]]],
+    src_vocab: Vocab,
+    tgt_vocab: Vocab,
+    batch_size: int,
+    shuffle: bool = True,
+    seed: int = 0,
+) -> Iterator[PointerBatch]:
+    """Yield :class:`PointerBatch` objects that together cover ``pairs`` once (one epoch).
+
+    The signature is :func:`iterate_batches`'s, so a training loop takes either; copying needs one
+    vocabulary for both sides, so ``src_vocab`` and ``tgt_vocab`` must be the same :class:`Vocab`.
+
+    Taught in chapter 6.
+    """
+    if src_vocab is not tgt_vocab:
+        raise ValueError(
+            "iterate_pointer_batches: src_vocab and tgt_vocab must be the same Vocab object (copying needs "
+            "one vocabulary for both sides; see build_shared_vocab), got two different ones"
+        )
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+    order = list(range(len(pairs)))
+    if shuffle:
+        random.Random(seed).shuffle(order)
+    for start in range(0, len(order), batch_size):
+        chunk = [pairs[i] for i in order[start : start + batch_size]]
+        yield make_pointer_batch(chunk, src_vocab)

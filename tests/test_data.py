@@ -21,23 +21,31 @@ from seqlab.data import (
     PAD_ID,
     SPACE_TOKEN,
     UNK_ID,
+    PointerBatch,
     Seq2SeqBatch,
     Vocab,
+    build_shared_vocab,
     build_vocabs,
     char_tokens,
     chinese_number,
     chinese_year,
     date_task,
+    decode_extended,
+    extended_source_ids,
+    extended_target_ids,
     format_date,
     iso_date,
     iterate_batches,
+    iterate_pointer_batches,
     join_char_tokens,
     lengths_to_mask,
+    make_pointer_batch,
     make_seq2seq_batch,
     make_tagging_batch,
     pad_sequences,
     reversal_task,
     right_context_task,
+    summarisation_task,
     train_test_split,
     translation_grammar_size,
     translation_task,
@@ -514,3 +522,140 @@ def test_right_context_senses_are_balanced_and_cues_unambiguous():
     assert len(cues) == len(set(cues))
     context_words = {w for text in cues + LEFT_CONTEXTS for w in text.split()}
     assert not context_words & set(AMBIGUOUS_WORDS)  # no ambiguous word hides in a context
+
+
+# ----------------------------------------------------------------------------------------------
+# Summarisation and the pointer-generator's extended vocabulary
+
+
+def test_summarisation_is_deterministic_and_within_its_lengths():
+    random.seed(7)
+    python_state, torch_state = random.getstate(), torch.get_rng_state()
+    pairs = summarisation_task(300, seed=1)
+    assert random.getstate() == python_state and torch.equal(torch.get_rng_state(), torch_state)
+    assert summarisation_task(300, seed=1) == pairs
+    assert summarisation_task(300, seed=2) != pairs
+    assert len(pairs) == 300
+    for src, tgt in pairs:
+        assert all(isinstance(tok, str) and tok == tok.lower() and " " not in tok for tok in src + tgt)
+        assert 15 <= len(src) <= 35 and 5 <= len(tgt) <= 10, (src, tgt)
+        assert 2 <= src.count(".") <= 3 and tgt.count(".") == 1 and tgt[-1] == "."
+    with pytest.raises(ValueError, match="n \\(the number of examples\\) must be at least 1, got 0"):
+        summarisation_task(0)
+
+
+def test_summaries_copy_the_name_and_place_from_their_story():
+    pairs = summarisation_task(500, seed=3)
+    common = Counter(tok for src, tgt in pairs for tok in set(src + tgt))
+    for src, tgt in pairs:
+        first, last = tgt[:2]  # a summary starts with the full name
+        i = src.index(first)
+        assert src[i + 1] == last, (src, tgt)
+        if "in" in tgt:  # "... in <place> ."
+            assert tgt[-3] == "in" and tgt[-2] in src
+        # every other summary word is a template word, found in many stories
+        assert all(common[tok] > 20 for tok in tgt[2:] if tok != tgt[-2] or "in" not in tgt), tgt
+    assert sum("in" in tgt for _, tgt in pairs) > 0.6 * len(pairs)  # the place is often there
+    # the last name (a word of one story only) appears twice in many stories
+    assert sum(src.count(tgt[1]) == 2 for src, tgt in pairs) > 0.2 * len(pairs)
+
+
+def test_summary_names_are_mostly_out_of_vocabulary():
+    pairs = summarisation_task(1000, seed=0)
+    vocab = build_shared_vocab(pairs, min_freq=2)
+    names = [tok for _, tgt in pairs for tok in tgt[:2]]
+    oov_rate = sum(tok not in vocab for tok in names) / len(names)
+    assert oov_rate > 0.9  # measured 0.998 for seeds 0-4
+    # ... yet copying can write every summary: no target word is unk over the extended vocabulary
+    for src, tgt in pairs:
+        _, oovs = extended_source_ids(src, vocab)
+        assert UNK_ID not in extended_target_ids(tgt, vocab, oovs), (src, tgt)
+
+
+def test_build_shared_vocab_counts_pairs_not_tokens():
+    pairs = [(["kelleth", "kelleth", "said", "."], ["kelleth", "."]), (["said", "."], ["."])]
+    vocab = build_shared_vocab(pairs, min_freq=2)
+    assert vocab.tokens == ["<pad>", "<bos>", "<eos>", "<unk>", ".", "said"]
+    assert "kelleth" in Vocab.build([src + tgt for src, tgt in pairs], min_freq=2)  # what token counts give
+
+
+def test_extended_ids_by_hand():
+    vocab = Vocab(["said", ".", "in"])  # said = 4, . = 5, in = 6; len(vocab) = 7
+    ids, oovs = extended_source_ids(["kelleth", "said", "zorvan", "kelleth", "in", "dunmere", "."], vocab)
+    assert oovs == ["kelleth", "zorvan", "dunmere"]
+    assert ids == [7, 4, 8, 7, 6, 9, 5]  # kelleth twice: the same id both times
+    assert extended_target_ids(["zorvan", "kelleth", "in", "paris", "."], vocab, oovs) == [8, 7, 6, UNK_ID, 5]
+    assert extended_source_ids(["said", "."], vocab) == ([4, 5], [])
+    assert decode_extended(ids, vocab, oovs) == ["kelleth", "said", "zorvan", "kelleth", "in", "dunmere", "."]
+    with pytest.raises(ValueError, match="expects a list of tokens"):
+        extended_source_ids("kelleth said", vocab)
+
+
+def test_decode_extended_round_trip_and_special_tokens():
+    pairs = summarisation_task(50, seed=5)
+    vocab = build_shared_vocab(pairs, min_freq=2)
+    for src, tgt in pairs:
+        ids, oovs = extended_source_ids(src, vocab)
+        assert decode_extended(ids, vocab, oovs) == src
+        assert decode_extended(torch.tensor(extended_target_ids(tgt, vocab, oovs)), vocab, oovs) == tgt
+    vocab = Vocab(["a"])  # a = 4; len(vocab) = 5
+    ids = [BOS_ID, 5, 4, EOS_ID, 6, PAD_ID]
+    assert decode_extended(ids, vocab, ["x", "y"]) == ["x", "a"]
+    assert decode_extended(ids, vocab, ["x", "y"], strip_special=False) == ["<bos>", "x", "a", "<eos>", "y", "<pad>"]
+    with pytest.raises(ValueError, match="id 7 is outside the extended vocabulary \\[0, 7\\)"):
+        decode_extended([7], vocab, ["x", "y"])
+    with pytest.raises(ValueError, match="1-D"):
+        decode_extended(torch.zeros(2, 2, dtype=torch.long), vocab, [])
+
+
+def test_pointer_batch_by_hand_has_per_example_oovs():
+    vocab = Vocab(["said", "."])  # said = 4, . = 5; len(vocab) = 6
+    pairs = [
+        (["kelleth", "said", "kelleth", "."], ["kelleth", "said", "."]),
+        (["zorvan", "vel", "said", "."], ["vel", "zorvan", "mira", "."]),  # mira is in neither: unk
+        (["said", "."], ["said"]),
+    ]
+    batch = make_pointer_batch(pairs, vocab)
+    assert isinstance(batch, PointerBatch) and len(batch) == 3
+    assert batch.oovs == [["kelleth"], ["zorvan", "vel"], []] and batch.n_oov == 2
+    # id 6 is kelleth in the first example and zorvan in the second
+    assert batch.src.tolist() == [[6, 4, 6, 5], [6, 7, 4, 5], [4, 5, 0, 0]]
+    assert batch.src_lengths.tolist() == [4, 4, 2]
+    assert batch.src_mask.tolist() == [[True] * 4, [True] * 4, [True, True, False, False]]
+    assert batch.tgt_in.tolist() == [[BOS_ID, 6, 4, 5, 0], [BOS_ID, 7, 6, UNK_ID, 5], [BOS_ID, 4, 0, 0, 0]]
+    assert batch.tgt_out.tolist() == [[6, 4, 5, EOS_ID, 0], [7, 6, UNK_ID, 5, EOS_ID], [4, EOS_ID, 0, 0, 0]]
+    assert batch.tgt_mask.sum(1).tolist() == [4, 5, 2]
+    assert [decode_extended(row, vocab, oovs) for row, oovs in zip(batch.tgt_out, batch.oovs)] == [
+        ["kelleth", "said", "."],
+        ["vel", "zorvan", "<unk>", "."],
+        ["said"],
+    ]
+    moved = batch.to("meta")
+    assert isinstance(moved, PointerBatch) and moved.oovs == batch.oovs and moved.n_oov == 2
+    assert all(getattr(moved, name).device.type == "meta" for name in ("src", "src_lengths", "tgt_in", "tgt_mask"))
+    assert batch.src.device.type == "cpu"
+    with pytest.raises(ValueError, match="at least one pair"):
+        make_pointer_batch([], vocab)
+    with pytest.raises(ValueError, match="pair 0 has an empty source"):
+        make_pointer_batch([([], ["a"])], vocab)
+
+
+def test_iterate_pointer_batches_is_a_drop_in_for_iterate_batches():
+    pairs = summarisation_task(23, seed=4)
+    vocab = build_shared_vocab(pairs, min_freq=2)
+    batches = list(iterate_pointer_batches(pairs, vocab, vocab, batch_size=5, seed=1))
+    plain = list(iterate_batches(pairs, vocab, vocab, batch_size=5, seed=1))
+    assert [len(b) for b in batches] == [5, 5, 5, 5, 3]
+    for pointer, seq2seq in zip(batches, plain):
+        V = len(vocab)
+        # the same pairs in the same order; with extended ids >= V read as unk, the Seq2SeqBatch again
+        assert torch.equal(pointer.src.masked_fill(pointer.src >= V, UNK_ID), seq2seq.src)
+        assert torch.equal(pointer.tgt_out.masked_fill(pointer.tgt_out >= V, UNK_ID), seq2seq.tgt_out)
+        assert torch.equal(pointer.tgt_mask, seq2seq.tgt_mask) and torch.equal(pointer.src_mask, seq2seq.src_mask)
+        assert pointer.n_oov == max(len(o) for o in pointer.oovs) and int(pointer.src.max()) < V + pointer.n_oov
+    seen = [tuple(decode_extended(row, vocab, oovs)) for b in batches for row, oovs in zip(b.src, b.oovs)]
+    assert Counter(seen) == Counter(tuple(src) for src, _ in pairs)
+    with pytest.raises(ValueError, match="must be the same Vocab object"):
+        next(iterate_pointer_batches(pairs, vocab, build_shared_vocab(pairs, min_freq=2), batch_size=5))
+    with pytest.raises(ValueError, match="batch_size must be at least 1, got 0"):
+        next(iterate_pointer_batches(pairs, vocab, vocab, batch_size=0))
