@@ -151,10 +151,35 @@ def _nbgrader_cells(nb) -> dict:
     return {c.metadata.nbgrader.grade_id: c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id")}
 
 
-def _fingerprint(exercise: Exercise) -> dict:
-    """``{grade_id: checksum}`` of the exercise's cells: the release's, which students' copies carry
-    (the solution's grade ids with ``None`` checksums where there is no release)."""
-    nb = nbformat.read(exercise.release or exercise.solution, as_version=4)
+def _pristine_release(exercise: Exercise, notebook: Path):
+    """The exercise's release as it was given out, or ``None``.
+
+    Students usually work in the release file itself (exercises/<name>/<name>.ipynb), so when that is the
+    notebook being graded, the committed version is read from git instead.
+    """
+    if exercise.release is None:
+        return None
+    if exercise.release.resolve() != notebook.resolve():
+        return nbformat.read(exercise.release, as_version=4)
+    try:
+        committed = subprocess.run(
+            ["git", "show", f"HEAD:./{exercise.release.name}"],
+            cwd=exercise.release.parent,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        return nbformat.reads(committed.stdout, as_version=4) if committed.returncode == 0 else None
+    except (OSError, subprocess.TimeoutExpired, ValueError):
+        return None
+
+
+def _fingerprint(exercise: Exercise, notebook: Path) -> dict:
+    """``{grade_id: checksum}`` of the exercise's cells as the release has them (a student's copy keeps
+    them as they edit); the solution's grade ids with ``None`` checksums when there is no such release."""
+    nb = _pristine_release(exercise, notebook)
+    if nb is None:
+        nb = nbformat.read(exercise.solution or exercise.release, as_version=4)
     return {gid: c.metadata.nbgrader.get("checksum") for gid, c in _nbgrader_cells(nb).items()}
 
 
@@ -185,7 +210,7 @@ def identify(path: Path, nb, exercises: dict) -> str:
     cells = _nbgrader_cells(nb)
     if not cells:
         raise Refused(f"{path} is not an exercise of this course: it has no nbgrader cells (exercises: {names})")
-    counts = {name: _matches(cells, _fingerprint(exercise)) for name, exercise in exercises.items()}
+    counts = {name: _matches(cells, _fingerprint(exercise, path)) for name, exercise in exercises.items()}
     best = max(counts, key=counts.get)
     if counts[best] == 0:
         raise Refused(
@@ -269,7 +294,7 @@ def grade(path, course=None, timeout: int | None = None, log=None, announce=None
         result = _run_nbgrader(tmp, exercise.name, path, timeout, log)
         graded = nbformat.read(result["autograded"], as_version=4)
         report = Report(exercise.name, path, exercise.solution is not None, _tasks(graded, result["grades"]))
-        report.notes = _notes(nb, graded, exercise)
+        report.notes = _notes(graded, result)
         feedback = path.with_name(path.stem + FEEDBACK_SUFFIX)
         try:
             shutil.copyfile(result["feedback"], feedback)
@@ -300,6 +325,7 @@ def _nbgrader_steps(course: Path, exercise: str, notebook: Path, timeout: int | 
     of the notebook, autograde it, generate its feedback, and write ``result.json``."""
     from nbgrader.api import Gradebook
     from nbgrader.apps import NbGraderAPI
+    from nbgrader.utils import compute_checksum
     from traitlets.config.loader import PyFileConfigLoader
 
     config = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
@@ -327,9 +353,27 @@ def _nbgrader_steps(course: Path, exercise: str, notebook: Path, timeout: int | 
         grades = [
             {"grade_id": g.name, "auto": g.auto_score, "manual": g.manual_score, "max": g.max_score} for g in grades
         ]
+        cells = gb.find_notebook(exercise, exercise)
+        tests = {c.name for c in cells.grade_cells} - {c.name for c in cells.solution_cells}
+    # What the student changed, by nbgrader's checksums: the release stamped one on each of its nbgrader
+    # cells, and the student's copy keeps it as they change the cell.
+    mine = {}
+    for c in nbformat.read(submitted / f"{exercise}.ipynb", as_version=4).cells:
+        meta = c.metadata.get("nbgrader", {})
+        if meta.get("grade_id"):
+            mine[meta["grade_id"]] = (meta, "checksum" in meta and compute_checksum(c) != meta["checksum"])
     autograded = Path(coursedir.format_path(coursedir.autograded_directory, STUDENT, exercise)) / f"{exercise}.ipynb"
     feedback = Path(coursedir.format_path(coursedir.feedback_directory, STUDENT, exercise)) / f"{exercise}.html"
-    result = {"grades": grades, "autograded": str(autograded), "feedback": str(feedback)}
+    result = {
+        "grades": grades,
+        "autograded": str(autograded),
+        "feedback": str(feedback),
+        "unanswered": [
+            g for g, (meta, changed) in mine.items() if meta.get("solution") and "checksum" in meta and not changed
+        ],
+        "edited": [g for g, (meta, changed) in mine.items() if g in tests and changed],
+        "missing": sorted(tests - set(mine)),  # nbgrader put them back
+    }
     (course / "result.json").write_text(json.dumps(result))
     return 0
 
@@ -382,28 +426,22 @@ def _tasks(graded, grades: list) -> list:
     return tasks
 
 
-def _notes(submitted, graded, exercise: Exercise) -> list:
-    """What explains the failures: the student's own cells that raised, test cells put back or restored."""
+def _notes(graded, result: dict) -> list:
+    """What explains the failures, in the notebook's order: answers not written yet, the student's own
+    cells that raised, test cells that were deleted or edited (nbgrader graded the originals)."""
     notes = []
     for gid, c in _nbgrader_cells(graded).items():
         meta = c.metadata.nbgrader
-        if meta.get("solution") and not meta.get("grade") and c.cell_type == "code":
+        if gid in result["unanswered"]:
+            notes.append(f"you have not answered {gid} yet: it is still the release's stub")
+        elif meta.get("solution") and not meta.get("grade") and c.cell_type == "code":
             failure = _failure(c)
             if failure and not failure.startswith("wrote to stderr"):
                 notes.append(f"your cell {gid} raised {failure}")
-    mine = _nbgrader_cells(submitted)
-    release = _nbgrader_cells(nbformat.read(exercise.release, as_version=4)) if exercise.release else {}
-    for gid, c in mine.items():
-        if c.metadata.nbgrader.get("solution") and gid in release and c.source == release[gid].source:
-            notes.append(f"you have not answered {gid} yet: it is still the release's stub")
-    for gid, c in release.items():
-        if c.metadata.nbgrader.get("grade") and not c.metadata.nbgrader.get("solution"):
-            if gid not in mine:
-                notes.append(f"the test cell {gid} was missing from your notebook: the original was put back")
-            elif mine[gid].metadata.nbgrader.get("checksum") and (
-                (mine[gid].source, mine[gid].metadata.nbgrader.get("points")) != (c.source, c.metadata.nbgrader.points)
-            ):
-                notes.append(f"the test cell {gid} was edited in your notebook: the original was graded")
+        elif gid in result["missing"]:
+            notes.append(f"the test cell {gid} was missing from your notebook: the original was put back")
+        elif gid in result["edited"]:
+            notes.append(f"the test cell {gid} was edited in your notebook: the original was graded")
     return notes
 
 

@@ -214,6 +214,18 @@ def test_another_exercises_notebook_is_refused(tmp_path, capsys, two_exercise_co
     assert f"is named as exercise ex99_other, but it is exercise {FIRST}" in err
 
 
+def test_a_release_file_overwritten_with_another_exercise_is_refused(capsys, two_exercise_course):
+    """Students work in the release file itself; git still has the release as it was given out."""
+    course, other = two_exercise_course
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.org", "-c", "commit.gpgsign=false"]
+    subprocess.run(["git", "init", "-q", str(course)], check=True)
+    subprocess.run([*git, "-C", str(course), "add", "."], check=True)
+    subprocess.run([*git, "-C", str(course), "commit", "-q", "-m", "release"], check=True)
+    notebook = course / "exercises" / FIRST / f"{FIRST}.ipynb"
+    nbformat.write(other, notebook)
+    assert "but it is exercise ex99_other" in refused(notebook, capsys, course)
+
+
 def test_a_notebook_named_after_no_exercise_is_recognised(tmp_path, two_exercise_course):
     course, other = two_exercise_course
     exercises = autograde.find_exercises(course)
