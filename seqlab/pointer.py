@@ -23,7 +23,7 @@ from torch import Tensor, nn
 
 from seqlab.attention import AdditiveScorer, masked_softmax
 from seqlab.checks import check_shape
-from seqlab.data import PAD_ID, UNK_ID, lengths_to_mask
+from seqlab.data import PAD_ID, UNK_ID, decode_extended, lengths_to_mask, make_pointer_batch
 from seqlab.decoding import Decodable
 from seqlab.encoder import Bridge, Encoder
 
@@ -259,8 +259,43 @@ def pointer_loss(model: PointerGenerator, batch) -> Tensor:
     nll = -(picked.clamp_min(EPSILON).log() * mask).sum() / mask.sum()
     if model.coverage_weight == 0:
         return nll
+    return nll + model.coverage_weight * _mean_overlap(out, batch)
+
+
+def _mean_overlap(out: dict, batch) -> Tensor:
+    """The coverage loss averaged over every real target step of the batch."""
+    mask = batch.tgt_out != PAD_ID  # (B, T)
     src_mask = lengths_to_mask(batch.src_lengths, batch.src.shape[1]).to(mask.device)  # (B, S)
     src_mask = src_mask.unsqueeze(1).expand_as(out["attn"])  # (B, T, S)
     # One row per real target step: (N, S) with N the number of real target tokens.
-    coverage = coverage_loss(out["attn"][mask], out["coverage"][mask], src_mask[mask])
-    return nll + model.coverage_weight * coverage
+    return coverage_loss(out["attn"][mask], out["coverage"][mask], src_mask[mask])
+
+
+@torch.no_grad()
+def attention_overlap(model: PointerGenerator, pairs: list, vocab, device="cpu") -> float:
+    """How much the model attends again to what it already attended to: the coverage loss per step,
+    on the reference summaries (teacher forcing), averaged over ``pairs``. Lower is less repetitive.
+
+    Taught in chapter 6.
+    """
+    model.to(device).eval()
+    batch = make_pointer_batch(pairs, vocab).to(device)
+    return _mean_overlap(model.forward_with_details(batch.src, batch.src_lengths, batch.tgt_in), batch).item()
+
+
+@torch.no_grad()
+def summarise(model: PointerGenerator, pairs: list, vocab, max_len: int = 20, beam_size: int = 1, device="cpu") -> list:
+    """Decode a summary for every source of ``pairs``, as words: copied ids become the source's words.
+
+    Taught in chapter 6.
+    """
+    model.to(device).eval()
+    outputs = []
+    for begin in range(0, len(pairs), 256):
+        batch = make_pointer_batch(pairs[begin : begin + 256], vocab).to(device)
+        if beam_size > 1:
+            ids = model.beam_search(batch.src, batch.src_lengths, max_len, beam_size=beam_size)
+        else:
+            ids = model.greedy_decode(batch.src, batch.src_lengths, max_len)
+        outputs += [decode_extended(row, vocab, oovs) for row, oovs in zip(ids.tolist(), batch.oovs)]
+    return outputs
