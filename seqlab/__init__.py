@@ -3,13 +3,15 @@
 Conventions everywhere: ``batch_first=True``; B batch, S source length, T target length, H hidden,
 V vocabulary; ``pad_id = 0``; masks are bool with True at real tokens.
 
-Modules, in the order the chapters teach them:
+Modules, in the order the chapters teach them (the README's table says more):
 
-* ``seqlab.rnn``: RNN, LSTM and GRU cells and layers from scratch (chapter 1).
-* ``seqlab.memory``: the long-lag memory task and the classifier that chapter 1 trains on it.
-* ``seqlab.device``: pick CUDA when present; seed everything.
-* ``seqlab.checks``: shape checks with clear errors.
-* ``seqlab.grading``: helpers for the autograded exercises' tests.
+* chapter 1: ``seqlab.rnn`` (cells and layers from scratch), ``seqlab.memory`` (the long-lag task);
+* chapter 2: ``seqlab.data`` (vocabularies, batches, generated tasks), ``seqlab.encoder``, ``seqlab.tagging``;
+* chapter 3: ``seqlab.seq2seq``, ``seqlab.decoding`` (greedy, beam), ``seqlab.train``, ``seqlab.length_sweep``;
+* chapters 4 and 5: ``seqlab.attention`` (scorers, masked softmax), ``seqlab.attention_seq2seq``, ``seqlab.plot``;
+* chapter 6: ``seqlab.pointer`` (pointer-generator, coverage), ``seqlab.summary`` (ROUGE and friends);
+* everywhere: ``seqlab.device`` (CUDA when present, seeds), ``seqlab.checks`` (shape errors),
+  ``seqlab.grading`` (helpers for the exercises' hidden tests).
 """
 
 from seqlab.device import pick_device, seed_everything
