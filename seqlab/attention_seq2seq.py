@@ -14,19 +14,22 @@ The loop runs z^0 → c^0 → z^1 → c^1 → ...: the previous decoder state is
 """
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from seqlab.attention import Attention, make_scorer
 from seqlab.checks import check_shape
 from seqlab.data import lengths_to_mask
 from seqlab.decoding import Decodable
-from seqlab.encoder import CELLS, Bridge, Encoder
-from seqlab.rnn import TORCH_LAYERS
+from seqlab.encoder import Bridge, Encoder
+from seqlab.seq2seq import ContextDecoder
 
 
 class AttentionDecoder(nn.Module):
     """A recurrent decoder that attends over the encoder states at every step.
+
+    It is chapter 3's :class:`~seqlab.seq2seq.ContextDecoder`, which reads a context vector at every
+    step, with one change: the context is no longer fixed, it is recomputed by attention before each
+    step, with the previous decoder state as the query.
 
     Args:
         vocab_size: target vocabulary size V.
@@ -57,21 +60,13 @@ class AttentionDecoder(nn.Module):
         dropout: float = 0.0,
     ):
         super().__init__()
-        if cell not in CELLS:
-            raise ValueError(f"cell must be one of {CELLS}, got {cell!r}")
         self.cell = cell
         self.memory_size = memory_size
-        self.embedding = nn.Embedding(vocab_size, embedding_size, padding_idx=0)
-        self.dropout = nn.Dropout(dropout)
         self.attention = Attention(scorer)
-        self.rnn = TORCH_LAYERS[cell](
-            embedding_size + memory_size,
-            hidden_size,
-            num_layers=num_layers,
-            batch_first=True,
-            dropout=dropout if num_layers > 1 else 0.0,
+        # Embedding, recurrent cell reading [embed(y); context], output layer: all as in chapter 3.
+        self.context_decoder = ContextDecoder(
+            vocab_size, embedding_size, hidden_size, memory_size, cell, num_layers, dropout
         )
-        self.output = nn.Linear(hidden_size + memory_size + embedding_size, vocab_size)
 
     def query(self, state) -> Tensor:
         """The attention query: the top layer's hidden state, ``(B, H)``."""
@@ -84,12 +79,8 @@ class AttentionDecoder(nn.Module):
         context, weights = self.attention(
             self.query(state).unsqueeze(1), memory, memory, mask, prepared_keys=prepared_keys
         )  # (B, 1, M), (B, 1, S)
-        # 2) update the state from the previous token and the context
-        embedded = self.dropout(self.embedding(prev_tokens)).unsqueeze(1)  # (B, 1, E)
-        output, state = self.rnn(torch.cat([embedded, context], dim=2), state)  # (B, 1, H)
-        # 3) predict the next token from the new state, the context and the previous token
-        features = torch.cat([self.dropout(output), context, embedded], dim=2)  # (B, 1, H+M+E)
-        log_probs = F.log_softmax(self.output(features).squeeze(1), dim=-1)  # (B, V)
+        # 2) and 3) update the state from the previous token and the context, predict the next token
+        log_probs, state = self.context_decoder.step(prev_tokens, state, context.squeeze(1))  # (B, V)
         return log_probs, state, weights.squeeze(1)
 
     def forward(self, tgt_in: Tensor, state, memory: Tensor, mask: Tensor) -> tuple:

@@ -164,5 +164,11 @@ class Seq2Seq(Decodable, nn.Module):
         return context.index_select(0, index), hidden
 
 
-# Both encoder-decoder models are reachable from seqlab.seq2seq; the attention model has its own module.
-from seqlab.attention_seq2seq import AttentionSeq2Seq  # noqa: E402, F401
+def __getattr__(name: str):
+    # seqlab.seq2seq.AttentionSeq2Seq works too; the attention model lives in its own module, which
+    # imports this one (for ContextDecoder), so it is looked up on first use rather than imported here.
+    if name == "AttentionSeq2Seq":
+        from seqlab.attention_seq2seq import AttentionSeq2Seq
+
+        return AttentionSeq2Seq
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
