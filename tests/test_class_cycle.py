@@ -7,27 +7,27 @@ Each student's expected score is derived from the solution notebook's points, ne
 With ``total`` the exercise's points and ``late`` the points of the test cells below its last answer
 cell (what breaking that answer costs):
 
-| student    | hands in                                                       | expected       |
-|------------|----------------------------------------------------------------|----------------|
-| perfect    | every exercise: the solution                                   | total          |
-| untouched  | every exercise: the release as it was given out                | 0              |
-| always_eq  | every exercise: each answer returns an object whose ``__eq__`` | 0              |
-|            | is always True (every test must see through it)               |                |
-| loop       | the first exercise: an infinite loop before the last answer's  | total - late   |
-|            | code (graded with a short Execute.timeout)                     |                |
-| crash      | one exercise: the solution, the last answer ends in os._exit(1) | total - late  |
-| deleted    | one exercise: every test cell deleted, the last answer not done | total - late  |
-| edited     | one exercise: every test cell made ``pass`` worth 100 points,  | total - late,  |
-|            | the last answer not done                                       | out of total   |
-| stderr     | one exercise: the solution, each answer cell printing to       | total          |
-|            | stderr and warning                                             |                |
-| syntax     | one exercise: the solution, a syntax error in the last answer  | total - late   |
+| student   | hands in                                                          | expected     |
+|-----------|-------------------------------------------------------------------|--------------|
+| perfect   | every exercise: the solution                                      | total        |
+| always_eq | every exercise: each answer returns an object whose ``__eq__`` is | 0            |
+|           | always True (every test must see through it)                      |              |
+| untouched | one exercise: the release as it was given out                     | 0            |
+| loop      | the first exercise: an infinite loop before the last answer's     | total - late |
+|           | code (graded with a short Execute.timeout)                        |              |
+| crash     | one exercise: the solution, the last answer ending in os._exit(1) | total - late |
+| deleted   | one exercise: every test cell deleted, the last answer not done   | total - late |
+| edited    | one exercise: every test cell made ``pass`` and worth 100 points, | total - late |
+|           | the last answer not done                                          | out of total |
+| stderr    | one exercise: the solution, each answer cell printing to stderr   | total        |
+|           | and warning                                                       |              |
+| syntax    | one exercise: the solution, a syntax error in the last answer     | total - late |
 
-The one-exercise students take the exercises in turn (the mechanics they test are nbgrader's, the same
-for every exercise; this keeps the class small enough to grade in CI); for what they did not hand in,
-the CSV must still list them, with 0. The crash case relies on nbgrader_config.py's executor
-(seqlab.nbgrader_plugins): stock nbgrader drops a submission whose kernel dies (no grade, no feedback,
-and autograde exits 1).
+The one-exercise students take the exercises in turn: what they test is nbgrader's mechanics, the same
+for every exercise (and test_grading_roundtrip.py grades every exercise's untouched release), and this
+keeps the class small enough to grade in CI. For what they did not hand in, the CSV must still list
+them, with 0. The crash case relies on nbgrader_config.py's executor (seqlab.nbgrader_plugins): stock
+nbgrader drops a submission whose kernel dies (no grade, no feedback, and autograde exits 1).
 """
 
 import ast
@@ -56,8 +56,8 @@ from grading_harness import (
 pytestmark = pytest.mark.xdist_group("class-cycle")
 
 EXERCISES = exercise_names(ROOT / "solutions")
-EVERY_EXERCISE = ["perfect", "untouched", "always_eq"]
-ONE_EXERCISE = ["crash", "deleted", "edited", "stderr", "syntax"]  # in turn over the exercises
+EVERY_EXERCISE = ["perfect", "always_eq"]
+ONE_EXERCISE = ["untouched", "crash", "deleted", "edited", "stderr", "syntax"]  # in turn over the exercises
 STUDENTS = EVERY_EXERCISE + ["loop"] + ONE_EXERCISE
 HANDS_IN = {s: EXERCISES for s in EVERY_EXERCISE} | {"loop": EXERCISES[:1]}
 HANDS_IN |= {s: [EXERCISES[i % len(EXERCISES)]] for i, s in enumerate(ONE_EXERCISE)} if EXERCISES else {}
