@@ -32,7 +32,7 @@ import nbformat
 
 __all__ = ["EXIT_FAILED", "EXIT_FULL_MARKS", "EXIT_POINTS_MISSING", "EXIT_REFUSED", "Exercise", "GradingFailed"]
 __all__ += ["Refused", "Report", "Task", "find_course", "find_exercises", "format_report", "grade", "identify"]
-__all__ += ["read_notebook"]
+__all__ += ["feedback_path", "read_notebook"]
 
 # `seqlab grade`'s exit statuses.
 EXIT_FULL_MARKS = 0
@@ -295,13 +295,26 @@ def grade(path, course=None, timeout: int | None = None, log=None, announce=None
         graded = nbformat.read(result["autograded"], as_version=4)
         report = Report(exercise.name, path, exercise.solution is not None, _tasks(graded, result["grades"]))
         report.notes = _notes(graded, result)
-        feedback = path.with_name(path.stem + FEEDBACK_SUFFIX)
-        try:
-            shutil.copyfile(result["feedback"], feedback)
-            report.feedback = feedback
-        except OSError as error:
-            report.notes.append(f"the feedback could not be written next to the notebook: {error}")
+        feedback = feedback_path(path, root)
+        if feedback is None:
+            report.notes.append(
+                "no feedback written: solutions/ holds notebooks only (nbgrader copies the rest to students)"
+            )
+        else:
+            try:
+                shutil.copyfile(result["feedback"], feedback)
+                report.feedback = feedback
+            except OSError as error:
+                report.notes.append(f"the feedback could not be written next to the notebook: {error}")
     return report
+
+
+def feedback_path(notebook: Path, course: Path) -> Path | None:
+    """``<name>.feedback.html`` next to the notebook; ``None`` inside the course's solutions/, where any
+    file but a notebook would go out to students with the next release."""
+    if (course / "solutions").resolve() in notebook.resolve().parents:
+        return None
+    return notebook.with_name(notebook.stem + FEEDBACK_SUFFIX)
 
 
 def _run_nbgrader(course: Path, exercise: str, notebook: Path, timeout, log) -> dict:

@@ -249,6 +249,14 @@ def test_a_released_exercise_renamed_as_another_is_refused(tmp_path, capsys, cla
     )
 
 
+def test_no_feedback_file_goes_into_solutions(tmp_path):
+    """nbgrader copies every file of solutions/<exercise>/ but notebooks to the students."""
+    inside = tmp_path / "solutions" / FIRST / f"{FIRST}.ipynb"
+    assert autograde.feedback_path(inside, tmp_path) is None
+    outside = tmp_path / "exercises" / FIRST / f"{FIRST}.ipynb"
+    assert autograde.feedback_path(outside, tmp_path) == outside.with_name(f"{FIRST}.feedback.html")
+
+
 def test_make_grade_runs_seqlab_grade():
     def make(*args):
         return subprocess.run(["make", "-n", "-o", "env", "grade", *args], cwd=ROOT, capture_output=True, text=True)
