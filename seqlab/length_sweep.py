@@ -28,7 +28,7 @@ class LengthSweep:
     n_symbols: int = 10  # distinct symbols in the sequences
     n_train: int = 2000  # training pairs
     n_test: int = 200  # test pairs per length
-    epochs: int = 6  # passes over the training pairs
+    epochs: int = 8  # passes over the training pairs
     batch_size: int = 64
     lr: float = 3e-3
     seed: int = 0  # seeds the data and the training order
