@@ -12,7 +12,8 @@
 3. runs nbgrader's ``generate_assignment``, ``autograde`` and ``generate_feedback`` there, in one
    Python process (:func:`_run_nbgrader`), on a copy of the notebook;
 4. returns a :class:`Report`: the points of every graded cell with the first line of each failure,
-   and the feedback HTML, copied next to the notebook as ``<name>.feedback.html``.
+   and the feedback HTML, copied next to the notebook as ``<name>.feedback.html`` (except inside
+   ``solutions/``, which must hold notebooks only).
 
 Nothing is written anywhere else: not in the course, not next to the notebook (the feedback aside).
 """
