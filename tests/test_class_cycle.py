@@ -61,7 +61,10 @@ ONE_EXERCISE = ["untouched", "crash", "deleted", "edited", "stderr", "syntax"]  
 STUDENTS = EVERY_EXERCISE + ["loop"] + ONE_EXERCISE
 HANDS_IN = {s: EXERCISES for s in EVERY_EXERCISE} | {"loop": EXERCISES[:1]}
 HANDS_IN |= {s: [EXERCISES[i % len(EXERCISES)]] for i, s in enumerate(ONE_EXERCISE)} if EXERCISES else {}
-LOOP_TIMEOUT = 10  # seconds per cell for the infinite loop (the course's c.Execute.timeout is 60)
+# Seconds per cell for the infinite loop's notebook (the course's c.Execute.timeout is 60). Every cell of that
+# notebook gets it, the setup cell's `import torch` too, which takes seconds on a busy machine: interrupted
+# there, the kernel may not settle within nbclient's 4 s, and nbgrader then drops the whole submission.
+LOOP_TIMEOUT = 20
 
 ALWAYS_EQUAL = '''
 class AlwaysEqual:
