@@ -29,6 +29,7 @@ __all__ = [
     "LOSS_REFERENCES",
     "LSTM_OPTIONAL_REFERENCES",
     "LSTM_REFERENCES",
+    "POINTER_REFERENCES",
     "check_tensor",
     "disabled",
     "split_directions",
@@ -97,6 +98,13 @@ LOSS_OPTIONAL_REFERENCES = (
     "torch._C._nn.nll_loss_nd",
     "torch._C._nn.nll_loss2d",
     "torch._C._nn.cross_entropy_loss",
+)
+
+# Exercise 6 (pointer-generator): the final distribution and the coverage loss are written from tensor
+# operations (torch.cat, scatter_add, torch.minimum, sums), which stay on; seqlab's own two are off.
+POINTER_REFERENCES = (
+    "seqlab.pointer.final_distribution",
+    "seqlab.pointer.coverage_loss",
 )
 
 

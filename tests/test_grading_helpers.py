@@ -326,3 +326,34 @@ def test_a_first_optimizer_can_be_built_inside_the_exercise_blocks():
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=240)
     assert result.returncode == 0 and result.stdout == "built\n", result.stderr[-3000:]
+
+
+def test_pointer_references_switch_off_and_come_back():
+    import seqlab.pointer
+    from seqlab.pointer import coverage_loss as coverage_alias  # bound before the block, as a student could
+    from seqlab.pointer import final_distribution as final_alias
+
+    torch.manual_seed(0)
+    vocab_probs, attn = torch.randn(2, 5).softmax(dim=1), torch.randn(2, 3).softmax(dim=1)
+    p_gen, src_ext_ids = torch.tensor([[0.3], [0.8]]), torch.tensor([[4, 5, 4], [6, 2, 0]])
+    coverage = torch.rand(2, 3)
+    expected = final_alias(vocab_probs, attn, p_gen, src_ext_ids, n_oov=2), coverage_alias(attn, coverage)
+
+    with disabled(*grading.POINTER_REFERENCES):
+        calls = {
+            "final_distribution": lambda: seqlab.pointer.final_distribution(vocab_probs, attn, p_gen, src_ext_ids, 2),
+            "coverage_loss": lambda: seqlab.pointer.coverage_loss(attn, coverage),
+        }
+        calls["final_distribution alias"] = lambda: final_alias(vocab_probs, attn, p_gen, src_ext_ids, 2)
+        calls["coverage_loss alias"] = lambda: coverage_alias(attn, coverage)
+        for name, call in calls.items():
+            with pytest.raises(DisabledError, match=name.split()[0]):
+                call()
+        # the tensor operations that the exercise is written from keep working
+        extended = torch.cat([p_gen * vocab_probs, torch.zeros(2, 2)], dim=1)  # (2, 7)
+        mixed = extended.scatter_add(1, src_ext_ids, (1 - p_gen) * attn)
+        assert_close(mixed, expected[0])
+        assert_close(torch.minimum(attn, coverage).sum(dim=1).mean(), expected[1])
+
+    assert_close(final_alias(vocab_probs, attn, p_gen, src_ext_ids, n_oov=2), expected[0])
+    assert_close(seqlab.pointer.coverage_loss(attn, coverage), expected[1])
