@@ -21,6 +21,8 @@ import types
 import torch
 
 __all__ = [
+    "ATTENTION_OPTIONAL_REFERENCES",
+    "ATTENTION_REFERENCES",
     "BIDIRECTIONAL_OPTIONAL_REFERENCES",
     "BIDIRECTIONAL_REFERENCES",
     "DECODER_REFERENCES",
@@ -30,6 +32,7 @@ __all__ = [
     "LSTM_OPTIONAL_REFERENCES",
     "LSTM_REFERENCES",
     "POINTER_REFERENCES",
+    "SCORER_REFERENCES",
     "check_tensor",
     "disabled",
     "split_directions",
@@ -98,6 +101,45 @@ LOSS_OPTIONAL_REFERENCES = (
     "torch._C._nn.nll_loss_nd",
     "torch._C._nn.nll_loss2d",
     "torch._C._nn.cross_entropy_loss",
+)
+
+# Exercise 4 (masked softmax and additive attention): seqlab's masked softmax, its additive scorer (also
+# the methods ``prepare_keys`` and ``score``, which an instance built before the block could still call)
+# and Attention are off, and so is torch's own masked softmax. torch.softmax, tanh, where and matmul stay on.
+ATTENTION_REFERENCES = (
+    "seqlab.attention.masked_softmax",
+    "seqlab.attention.AdditiveScorer",
+    "seqlab.attention.AdditiveScorer.prepare_keys",
+    "seqlab.attention.AdditiveScorer.score",
+    "seqlab.attention.Attention",
+)
+ATTENTION_OPTIONAL_REFERENCES = (
+    "torch.masked.softmax",  # a Python function: its code is swapped, so torch.masked._ops.softmax is off too
+    "torch._masked_softmax",
+)
+
+# Exercise 5 (bilinear, dot, scaled dot and cosine scorers): seqlab's four scorers (their ``score`` and
+# ``prepare_keys`` too, which need no instance) and torch's ready-made cosine similarity and bilinear form
+# are off. Matrix products, norms (torch.linalg.vector_norm, F.normalize), clamp and division stay on.
+# torch.cosine_similarity and torch.bilinear are the same builtins as their torch.nn.functional names, but a
+# builtin cannot be switched off in place: each name it is reachable under is listed.
+SCORER_REFERENCES = (
+    "seqlab.attention.BilinearScorer",
+    "seqlab.attention.BilinearScorer.prepare_keys",
+    "seqlab.attention.BilinearScorer.score",
+    "seqlab.attention.DotScorer",
+    "seqlab.attention.DotScorer.score",
+    "seqlab.attention.ScaledDotScorer",
+    "seqlab.attention.ScaledDotScorer.score",
+    "seqlab.attention.CosineScorer",
+    "seqlab.attention.CosineScorer.prepare_keys",
+    "seqlab.attention.CosineScorer.score",
+    "torch.nn.functional.cosine_similarity",
+    "torch.cosine_similarity",
+    "torch.nn.CosineSimilarity",
+    "torch.nn.functional.bilinear",
+    "torch.bilinear",
+    "torch.nn.Bilinear",
 )
 
 # Exercise 6 (pointer-generator): the final distribution and the coverage loss are written from tensor

@@ -272,6 +272,116 @@ def test_decoder_and_loss_references_switch_off_and_come_back():
     assert F.nll_loss(log_probs.flatten(0, 1), targets.flatten()).shape == ()
 
 
+# ---------------------------------------------------------------------------------------------------
+# The reference lists of exercises 4 and 5 (attention, scoring functions).
+
+
+def test_attention_references_switch_off_and_come_back():
+    import seqlab.attention
+    from seqlab.attention import masked_softmax as softmax_alias  # bound before the block, as a student could
+
+    torch.manual_seed(0)
+    queries, keys, values = torch.randn(2, 3, 4), torch.randn(2, 5, 6), torch.randn(2, 5, 2)
+    mask = torch.tensor([[True, True, True, False, False], [False] * 5])  # the second row: no real key
+    scorer = seqlab.attention.AdditiveScorer(4, 6, 7)  # built before the block
+    attention = seqlab.attention.Attention(scorer)
+    prepared = scorer.prepare_keys(keys)
+    scores = scorer(queries, keys)
+    expected = attention(queries, keys, values, mask)
+    torch_masked_softmax = torch._masked_softmax
+
+    with disabled(*grading.ATTENTION_REFERENCES, optional=grading.ATTENTION_OPTIONAL_REFERENCES):
+        calls = {
+            "masked_softmax": lambda: seqlab.attention.masked_softmax(scores, mask),
+            "masked_softmax alias": lambda: softmax_alias(scores, mask),
+            "AdditiveScorer.__init__": lambda: seqlab.attention.AdditiveScorer(4, 6, 7),
+            "AdditiveScorer.forward": lambda: scorer(queries, keys),
+            "AdditiveScorer.prepare_keys": lambda: scorer.prepare_keys(keys),
+            "AdditiveScorer.score": lambda: scorer.score(queries, prepared),
+            "AdditiveScorer.__init__ via make_scorer": lambda: seqlab.attention.make_scorer("additive", 4, 6, 7),
+            "Attention.__init__": lambda: seqlab.attention.Attention(scorer),
+            "Attention.forward": lambda: attention(queries, keys, values, mask),
+            "torch.masked.softmax": lambda: torch.masked.softmax(scores, 2, mask=mask.unsqueeze(1).expand_as(scores)),
+            "torch.masked.softmax via _ops": lambda: torch.masked._ops.softmax(scores, 2),
+            "_masked_softmax": lambda: torch._masked_softmax(scores, ~mask.unsqueeze(1).expand_as(scores), 2),
+        }
+        for name, call in calls.items():
+            with pytest.raises(DisabledError, match=name.split()[0].replace(".", "[.]")):
+                call()
+        # what exercise 4 is written from keeps working: the weights of a scorer, tanh, matrix products, where,
+        # finfo and torch.softmax, gradients included
+        q = queries.clone().requires_grad_()
+        hidden = torch.tanh(scorer.query_proj(q).unsqueeze(2) + (keys @ scorer.key_proj.weight.T).unsqueeze(1))
+        ours = hidden @ scorer.v.weight[0]  # (2, 3, 5)
+        real = mask.unsqueeze(1)
+        filled = torch.where(real, ours, torch.finfo(ours.dtype).min)
+        weights = torch.where(real, torch.softmax(filled, dim=-1), 0.0)
+        assert_close((weights @ values, weights), expected)
+        (grad,) = torch.autograd.grad(weights.sum(), q)
+        assert torch.isfinite(grad).all()
+
+    assert_close(attention(queries, keys, values, mask), expected)
+    assert_close(softmax_alias(scores, mask), expected[1])
+    assert_close(scorer.score(queries, scorer.prepare_keys(keys)), scores)
+    assert_close(torch.masked.softmax(scores, 2), torch.softmax(scores, dim=2))
+    assert torch._masked_softmax is torch_masked_softmax
+
+
+def test_scorer_references_switch_off_and_come_back():
+    import torch.nn.functional as F
+
+    import seqlab.attention as attention
+
+    torch.manual_seed(0)
+    queries, keys = torch.randn(2, 3, 4), torch.randn(2, 5, 4)
+    bilinear = attention.BilinearScorer(4, 4)  # built before the block
+    dot, scaled, cosine = attention.DotScorer(), attention.ScaledDotScorer(), attention.CosineScorer()
+    scorers = {"bilinear": bilinear, "dot": dot, "scaled": scaled, "cosine": cosine}
+    expected = {name: scorer(queries, keys) for name, scorer in scorers.items()}
+    pairs = queries[:, :1].expand(2, 5, 4), keys  # (2, 5, 4) twice: one cosine per key
+
+    with disabled(*grading.SCORER_REFERENCES):
+        calls = {
+            "BilinearScorer.__init__": lambda: attention.BilinearScorer(4, 4),
+            "BilinearScorer.forward": lambda: bilinear(queries, keys),
+            "BilinearScorer.prepare_keys": lambda: bilinear.prepare_keys(keys),
+            "BilinearScorer.score": lambda: bilinear.score(queries, keys),
+            "DotScorer.__init__": lambda: attention.DotScorer(),
+            "DotScorer.__init__ via make_scorer": lambda: attention.make_scorer("dot", 4, 4),
+            "DotScorer.forward": lambda: dot(queries, keys),
+            "DotScorer.score": lambda: attention.DotScorer.score(None, queries, keys),  # needs no instance
+            "ScaledDotScorer.__init__": lambda: attention.ScaledDotScorer(),
+            "ScaledDotScorer.forward": lambda: scaled(queries, keys),
+            "ScaledDotScorer.score": lambda: scaled.score(queries, keys),
+            "CosineScorer.__init__": lambda: attention.CosineScorer(),
+            "CosineScorer.forward": lambda: cosine(queries, keys),
+            "CosineScorer.prepare_keys": lambda: cosine.prepare_keys(keys),
+            "CosineScorer.score": lambda: cosine.score(queries, keys),
+            "functional.cosine_similarity": lambda: F.cosine_similarity(*pairs, dim=-1),
+            "torch.cosine_similarity": lambda: torch.cosine_similarity(*pairs, dim=-1),
+            "CosineSimilarity.__init__": lambda: nn.CosineSimilarity(dim=-1),
+            "functional.bilinear": lambda: F.bilinear(*pairs, bilinear.weight.unsqueeze(0)),
+            "torch.bilinear": lambda: torch.bilinear(*pairs, bilinear.weight.unsqueeze(0), None),
+            "Bilinear.__init__": lambda: nn.Bilinear(4, 4, 1),
+        }
+        for name, call in calls.items():
+            with pytest.raises(DisabledError, match=name.split()[0].replace(".", "[.]")):
+                call()
+        # what exercise 5 is written from keeps working: matrix products, norms, clamp, F.normalize
+        assert_close(queries @ (keys @ bilinear.weight.T).transpose(1, 2), expected["bilinear"])
+        assert_close(queries @ keys.transpose(1, 2), expected["dot"])
+        assert_close(queries @ keys.transpose(1, 2) / 2.0, expected["scaled"])  # sqrt(4) = 2
+        lengths = torch.linalg.vector_norm(queries, dim=-1, keepdim=True).clamp(min=1e-8)
+        assert_close((queries / lengths) @ F.normalize(keys, dim=-1).transpose(1, 2), expected["cosine"])
+
+    for name, scorer in scorers.items():
+        assert_close(scorer(queries, keys), expected[name])
+    assert_close(attention.make_scorer("scaled_dot", 4, 4)(queries, keys), expected["scaled"])
+    assert_close(F.cosine_similarity(*pairs, dim=-1), expected["cosine"][:, 0])
+    assert_close(nn.CosineSimilarity(dim=-1)(*pairs), torch.cosine_similarity(*pairs, dim=-1))
+    assert nn.Bilinear(4, 4, 1)(*pairs).shape == (2, 5, 1)
+
+
 def reversed_within_lengths(x, lengths):
     """Row b: the first lengths[b] steps in reverse order, then the padding where it was (a plain loop)."""
     out = x.clone()
@@ -317,7 +427,9 @@ def test_a_first_optimizer_can_be_built_inside_the_exercise_blocks():
         "import torch\n"
         "from seqlab import grading\n"
         "lists = [(grading.LOSS_REFERENCES, grading.LOSS_OPTIONAL_REFERENCES),\n"
-        "         (grading.BIDIRECTIONAL_REFERENCES, grading.BIDIRECTIONAL_OPTIONAL_REFERENCES)]\n"
+        "         (grading.BIDIRECTIONAL_REFERENCES, grading.BIDIRECTIONAL_OPTIONAL_REFERENCES),\n"
+        "         (grading.ATTENTION_REFERENCES, grading.ATTENTION_OPTIONAL_REFERENCES),\n"
+        "         (grading.SCORER_REFERENCES, ())]\n"
         "for targets, optional in lists:\n"
         "    with grading.disabled(*targets, optional=optional):\n"
         "        torch.optim.Adam([torch.nn.Parameter(torch.zeros(2))])\n"
