@@ -35,7 +35,7 @@ lint: env
 	$(BIN)/ruff check seqlab tests
 
 test: lint
-	$(BIN)/python -m pytest -n 2 --dist loadfile tests book solutions --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg
+	$(BIN)/python -m pytest -n 2 --dist loadfile --durations=25 tests book solutions --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg
 
 release: env
 	for dir in solutions/*/; do $(BIN)/nbgrader generate_assignment "$$(basename "$$dir")" --force || exit 1; done
