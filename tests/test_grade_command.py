@@ -1,7 +1,8 @@
 """`seqlab grade PATH`: a perfect notebook, an untouched release, and broken ones.
 
 The perfect notebook, in a folder of its own, is graded against a copy of this repository's course
-files (hidden tests from solutions/): the course must be left exactly as it was. The untouched release
+files (hidden tests from solutions/) whose nbgrader_config.py points the class gradebook at a server
+that does not exist: the grading must not need it, and the course must be left exactly as it was. The untouched release
 is graded where it lies in a student's copy of the course that has no solutions/ (visible tests only):
 only its feedback file may appear. Broken notebooks are refused before nbgrader starts, so most of
 them run in-process.
@@ -24,6 +25,7 @@ pytestmark = pytest.mark.xdist_group("grade-command")
 
 RELEASED = exercise_names(ROOT / "exercises")  # what students can grade
 FIRST = RELEASED[0]
+UNREACHABLE = "postgresql://nobody@127.0.0.1:9/class_gradebook"  # port 9 (discard): nothing answers
 SKIP = {".git", ".venv", "_build", "__pycache__", ".ruff_cache", ".pytest_cache", ".ipynb_checkpoints"}
 
 
@@ -66,7 +68,9 @@ def perfect(tmp_path_factory):
     solution = nbformat.read(ROOT / "solutions" / FIRST / f"{FIRST}.ipynb", as_version=4)
     nbformat.write(solved(release(FIRST), solution), notebook)
     course = tmp_path_factory.mktemp("course")  # the course's files, away from concurrent work in the repository
-    shutil.copy(ROOT / "nbgrader_config.py", course)
+    # A class gradebook on a server that does not exist: `seqlab grade` must use a gradebook of its own.
+    config = (ROOT / "nbgrader_config.py").read_text() + f'\nc.CourseDirectory.db_url = "{UNREACHABLE}"\n'
+    (course / "nbgrader_config.py").write_text(config)
     for folder in ["solutions", "exercises"]:
         shutil.copytree(ROOT / folder, course / folder, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
     before = snapshot(course)
