@@ -10,8 +10,9 @@ Modules, in the order the chapters teach them (the README's table says more):
 * chapter 3: ``seqlab.seq2seq``, ``seqlab.decoding`` (greedy, beam), ``seqlab.train``, ``seqlab.length_sweep``;
 * chapters 4 and 5: ``seqlab.attention`` (scorers, masked softmax), ``seqlab.attention_seq2seq``, ``seqlab.plot``;
 * chapter 6: ``seqlab.pointer`` (pointer-generator, coverage), ``seqlab.summary`` (ROUGE and friends);
-* everywhere: ``seqlab.device`` (CUDA when present, seeds), ``seqlab.checks`` (shape errors),
-  ``seqlab.grading`` (helpers for the exercises' hidden tests).
+* everywhere: ``seqlab.device`` (CUDA when present, seeds), ``seqlab.checks`` (shape errors);
+* exercises: ``seqlab.grading`` (helpers for hidden tests), ``seqlab.autograde`` and ``seqlab.cli``
+  (``seqlab grade PATH``), ``seqlab.nbgrader_plugins`` (grading that survives a dead kernel).
 """
 
 from seqlab.device import pick_device, seed_everything
