@@ -46,14 +46,13 @@ LSTM_REFERENCES = (
     "torch.nn.LSTMCell",
     "torch.nn.LSTM",
 )
-# torch's internal entry points, switched off where this torch version has them.
+# torch's internal entry points, switched off where this torch version has them. Never torch.ops.aten
+# operators: torch._dynamo, which the first optimizer step imports, reads them and breaks on a stub.
 LSTM_OPTIONAL_REFERENCES = (
     "torch.lstm_cell",
     "torch.lstm",
     "torch._VF.lstm_cell",
     "torch._VF.lstm",
-    "torch.ops.aten.lstm_cell",
-    "torch.ops.aten.lstm",
 )
 
 # Exercise 2 (bidirectional encoder): the point is to reverse each sequence within its own length, so
