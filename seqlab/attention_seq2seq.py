@@ -19,7 +19,7 @@ from torch import Tensor, nn
 from seqlab.attention import Attention, make_scorer
 from seqlab.checks import check_shape
 from seqlab.data import lengths_to_mask
-from seqlab.decoding import Decodable
+from seqlab.decoding import Decodable, select_hidden
 from seqlab.encoder import Bridge, Encoder
 from seqlab.seq2seq import ContextDecoder
 
@@ -184,10 +184,5 @@ class AttentionSeq2Seq(Decodable, nn.Module):
         return log_probs, {**state, "hidden": hidden}
 
     def reorder_state(self, state: dict, index: Tensor) -> dict:
-        hidden = state["hidden"]  # (L, B, H): batch is dimension 1
-        if self.cell == "lstm":
-            hidden = tuple(h.index_select(1, index) for h in hidden)
-        else:
-            hidden = hidden.index_select(1, index)
         batch_first = {k: state[k].index_select(0, index) for k in ("memory", "mask", "prepared_keys")}
-        return {**batch_first, "hidden": hidden}
+        return {**batch_first, "hidden": select_hidden(state["hidden"], index)}

@@ -29,6 +29,13 @@ class Hypothesis:
     ranking_score: float  # score / len(tokens) ** length_penalty
 
 
+def select_hidden(hidden, index: Tensor):
+    """Pick (and repeat) batch rows of a recurrent state: ``(L, B, H)``, or an LSTM's pair of them."""
+    if isinstance(hidden, tuple):
+        return tuple(h.index_select(1, index) for h in hidden)
+    return hidden.index_select(1, index)  # batch is dimension 1 in torch's (L, B, H) layout
+
+
 def pad_token_lists(token_lists: list, device=None) -> Tensor:
     """``[[5, 2], [7, 8, 2]] → tensor([[5, 2, 0], [7, 8, 2]])``: right-pad with ``PAD_ID``."""
     width = max(1, max(len(t) for t in token_lists))

@@ -24,7 +24,7 @@ from torch import Tensor, nn
 from seqlab.attention import AdditiveScorer, masked_softmax
 from seqlab.checks import check_shape
 from seqlab.data import PAD_ID, UNK_ID, decode_extended, lengths_to_mask, make_pointer_batch
-from seqlab.decoding import Decodable
+from seqlab.decoding import Decodable, select_hidden
 from seqlab.encoder import Bridge, Encoder
 
 
@@ -238,7 +238,7 @@ class PointerGenerator(Decodable, nn.Module):
 
     def reorder_state(self, state: dict, index: Tensor) -> dict:
         picked = {k: state[k].index_select(0, index) for k in ("memory", "mask", "prepared_keys", "coverage", "src")}
-        return {**state, **picked, "hidden": state["hidden"].index_select(1, index)}
+        return {**state, **picked, "hidden": select_hidden(state["hidden"], index)}
 
 
 EPSILON = 1e-12  # probabilities are clamped here before a log: a target the model cannot produce costs -log(1e-12)

@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from seqlab.checks import check_shape
-from seqlab.decoding import Decodable
+from seqlab.decoding import Decodable, select_hidden
 from seqlab.encoder import CELLS, Bridge, Encoder, last_layer_directions
 from seqlab.rnn import TORCH_LAYERS
 
@@ -157,11 +157,7 @@ class Seq2Seq(Decodable, nn.Module):
 
     def reorder_state(self, state: tuple, index: Tensor) -> tuple:
         context, hidden = state
-        if self.cell == "lstm":
-            hidden = tuple(h.index_select(1, index) for h in hidden)
-        else:
-            hidden = hidden.index_select(1, index)
-        return context.index_select(0, index), hidden
+        return context.index_select(0, index), select_hidden(hidden, index)
 
 
 def __getattr__(name: str):
