@@ -42,7 +42,7 @@ c.OverwriteCells.add_missing_cells = True
 # executor records the death in that cell and marks the cells below it as not run, so the tests above
 # keep their points and the tests below score 0. Otherwise this is nbgrader 0.9's default list.
 c.Autograde.autograde_preprocessors = [
-    "seqlab.nbgrader_plugins.ExecuteSurvivingKernelDeath",  # instead of nbgrader.preprocessors.Execute
+    "seqlab.grading.nbgrader_plugins.ExecuteSurvivingKernelDeath",  # instead of nbgrader.preprocessors.Execute
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "nbgrader.preprocessors.LimitOutput",

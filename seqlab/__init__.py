@@ -1,21 +1,23 @@
 """seqlab: the small library behind the course "From RNNs to attention".
 
 Conventions everywhere: ``batch_first=True``; B batch, S source length, T target length, H hidden,
-V vocabulary; ``pad_id = 0``; masks are bool with True at real tokens.
+V vocabulary; ``pad_id = 0``; masks are bool with True at real tokens. In every model, ``hidden_size``
+is the size of the decoder state and of each encoder output (a bidirectional encoder gives each
+direction half); the recurrent layers (``seqlab.rnn``, ``seqlab.encoder.Encoder``) keep torch.nn's
+meaning, the size of one direction.
 
-Modules, in the order the chapters teach them (the README's table says more):
+Three parts, each in its own place (the README's tables say more):
 
-* chapter 1: ``seqlab.rnn`` (cells and layers from scratch), ``seqlab.memory`` (the long-lag task);
-* chapter 2: ``seqlab.data`` (vocabularies, batches, generated tasks), ``seqlab.encoder``, ``seqlab.tagging``;
-* chapter 3: ``seqlab.seq2seq``, ``seqlab.decoding`` (greedy, beam), ``seqlab.train``, ``seqlab.length_sweep``;
-* chapters 4 and 5: ``seqlab.attention`` (scorers, masked softmax), ``seqlab.attention_seq2seq``, ``seqlab.plot``;
-* chapter 6: ``seqlab.pointer`` (pointer-generator, coverage), ``seqlab.summary`` (ROUGE and friends);
-* everywhere: ``seqlab.device`` (CUDA when present, seeds), ``seqlab.checks`` (shape errors);
-* exercises: ``seqlab.grading`` (helpers for hidden tests), ``seqlab.autograde`` and ``seqlab.cli``
-  (``seqlab grade PATH``), ``seqlab.nbgrader_plugins`` (grading that survives a dead kernel).
+* the models that learners read, with their training and decoding, in this package, in the order the
+  chapters teach them: ``rnn`` and ``memory`` (chapter 1); ``encoder`` and ``tagging`` (2); ``decoder``,
+  ``seq2seq``, ``decoding``, ``train`` and ``length_sweep`` (3); ``attention``, ``attention_decoder``
+  and ``plot`` (4, 5); ``pointer`` and ``summary`` (6); and, everywhere, ``padding`` (special ids and
+  masks), ``checks`` (input errors) and ``device`` (device, mode and seeds);
+* the data they train on: ``seqlab.data`` (vocabularies, batching, one module per generated task);
+* the course's grading machinery, which no learner needs to open: ``seqlab.grading``.
 """
 
 from seqlab.device import pick_device, seed_everything
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"  # the one place the version is written (pyproject.toml reads it)
 __all__ = ["pick_device", "seed_everything"]

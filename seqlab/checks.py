@@ -33,3 +33,18 @@ def check_shape(name: str, tensor: Tensor, expected: tuple) -> None:
     )
     if not matches:
         raise ValueError(f"{name}: expected shape {_shape_str(expected)}, got {_shape_str(tuple(tensor.shape))}")
+
+
+def check_at_least_one(name: str, value) -> None:
+    """Raise a ``ValueError`` unless ``value`` is an int of at least 1 (a count, a size, a length).
+
+    Example::
+
+        >>> check_at_least_one("batch_size", 0)
+        Traceback (most recent call last):
+        ValueError: batch_size must be at least 1, got 0
+    """
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{name} must be an int of at least 1, got {value!r} ({type(value).__name__})")
+    if value < 1:
+        raise ValueError(f"{name} must be at least 1, got {value}")

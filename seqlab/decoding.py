@@ -7,9 +7,11 @@ chapter 4 and the pointer-generator of chapter 6 all do):
   decoder carries from step to step (hidden state, encoder outputs, coverage...);
 * ``decode_step(prev_tokens (N,), state) -> (log_probs (N, V), state)``: one step for N rows;
 * ``reorder_state(state, index (N',)) -> state``: pick (and repeat) rows, so a beam can follow its
-  best hypotheses.
+  best hypotheses. :class:`Decodable` provides it for the usual state, a dict of batch-first tensors
+  with the recurrent state under ``"hidden"`` (see :func:`select_rows`).
 
-:class:`Decodable` turns those three into ``greedy_decode`` and ``beam_search``.
+:class:`Decodable` turns those into ``greedy_decode`` and ``beam_search``, which leave the model in the
+mode (training or evaluation) they found it in.
 """
 
 from dataclasses import dataclass
@@ -17,7 +19,10 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from seqlab.data import BOS_ID, EOS_ID, PAD_ID
+from seqlab.checks import check_at_least_one
+from seqlab.device import evaluating
+from seqlab.padding import BOS_ID, EOS_ID, PAD_ID
+from seqlab.rnn import map_state
 
 
 @dataclass
@@ -31,9 +36,18 @@ class Hypothesis:
 
 def select_hidden(hidden, index: Tensor):
     """Pick (and repeat) batch rows of a recurrent state: ``(L, B, H)``, or an LSTM's pair of them."""
-    if isinstance(hidden, tuple):
-        return tuple(h.index_select(1, index) for h in hidden)
-    return hidden.index_select(1, index)  # batch is dimension 1 in torch's (L, B, H) layout
+    return map_state(lambda h: h.index_select(1, index), hidden)  # batch is dimension 1 in torch's (L, B, H)
+
+
+def select_rows(state: dict, index: Tensor) -> dict:
+    """Pick (and repeat) batch rows of a decoding state.
+
+    ``state["hidden"]`` is a recurrent state in torch's ``(L, B, H)`` layout (an LSTM's: a pair); every
+    other tensor is batch-first; anything else (a count, a list of words) is kept as it is.
+    """
+    batch_first = {k: v for k, v in state.items() if k != "hidden" and isinstance(v, Tensor)}
+    picked = {key: value.index_select(0, index) for key, value in batch_first.items()}
+    return {**state, **picked, "hidden": select_hidden(state["hidden"], index)}
 
 
 def pad_token_lists(token_lists: list, device=None) -> Tensor:
@@ -125,19 +139,24 @@ def beam_search_one(model, state, max_len: int, beam_size: int, device, length_p
 
 
 class Decodable:
-    """Mixin: ``greedy_decode`` and ``beam_search`` from the three decoding methods above."""
+    """Mixin: ``greedy_decode`` and ``beam_search`` from the decoding methods above."""
+
+    def reorder_state(self, state: dict, index: Tensor) -> dict:
+        return select_rows(state, index)
 
     @torch.no_grad()
     def greedy_decode(self, src: Tensor, src_lengths: Tensor, max_len: int) -> Tensor:
-        """Decode by taking the most likely token at every step.
+        """Decode by taking the most likely token at every step (in evaluation mode; the model's mode
+        is restored afterwards).
 
         Returns:
             ``(B, T)`` token ids, ``T <= max_len``: each row ends with eos (unless cut off) and is
             padded with 0 after it.
         """
-        self.eval()
-        state = self.start_decoding(src, src_lengths)
-        tokens, _ = greedy_search(self, state, src.shape[0], max_len, src.device)
+        check_at_least_one("max_len", max_len)
+        with evaluating(self):
+            state = self.start_decoding(src, src_lengths)
+            tokens, _ = greedy_search(self, state, src.shape[0], max_len, src.device)
         return tokens
 
     @torch.no_grad()
@@ -150,7 +169,8 @@ class Decodable:
         length_penalty: float = 0.0,
         return_hypotheses: bool = False,
     ):
-        """Decode with beam search, one source at a time.
+        """Decode with beam search, one source at a time (in evaluation mode; the model's mode is
+        restored afterwards).
 
         Args:
             src, src_lengths: the batch to decode, ``(B, S)`` and ``(B,)``.
@@ -163,14 +183,14 @@ class Decodable:
             ``(B, T)`` token ids of each row's best hypothesis (padded with 0), and with
             ``return_hypotheses`` a list of ``B`` lists of :class:`Hypothesis`.
         """
-        if beam_size < 1:
-            raise ValueError(f"beam_size must be at least 1, got {beam_size}")
-        self.eval()
-        state = self.start_decoding(src, src_lengths)
+        check_at_least_one("max_len", max_len)
+        check_at_least_one("beam_size", beam_size)
         all_hypotheses = []
-        for row in range(src.shape[0]):
-            row_state = self.reorder_state(state, torch.tensor([row], device=src.device))
-            all_hypotheses.append(beam_search_one(self, row_state, max_len, beam_size, src.device, length_penalty))
+        with evaluating(self):
+            state = self.start_decoding(src, src_lengths)
+            for row in range(src.shape[0]):
+                row_state = self.reorder_state(state, torch.tensor([row], device=src.device))
+                all_hypotheses.append(beam_search_one(self, row_state, max_len, beam_size, src.device, length_penalty))
         tokens = pad_token_lists([h[0].tokens for h in all_hypotheses], device=src.device)  # (B, T)
         return (tokens, all_hypotheses) if return_hypotheses else tokens
 

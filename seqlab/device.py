@@ -1,10 +1,14 @@
-"""Where to run, and how to make a run repeatable."""
+"""Where a model runs, in which mode, and how to make a run repeatable.
 
-import os
+Helpers that use a model leave it as they found it: on its own device, in its own mode.
+"""
+
+import contextlib
 import random
 
 import numpy as np
 import torch
+from torch import nn
 
 
 def pick_device() -> torch.device:
@@ -12,9 +16,48 @@ def pick_device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
+def model_device(model: nn.Module) -> torch.device:
+    """The device of the model's first parameter (or buffer); the CPU for a model that holds neither."""
+    for tensor in (*model.parameters(), *model.buffers()):
+        return tensor.device
+    return torch.device("cpu")
+
+
+def check_model_device(model: nn.Module, device: torch.device | str | None) -> torch.device:
+    """The model's device; a ``ValueError`` if ``device`` is given and is another one.
+
+    For helpers that measure a model where it is: they never move it, and say so when asked to.
+    """
+    actual = model_device(model)
+    if device is not None:
+        wanted = torch.device(device)
+        if wanted.type != actual.type or (wanted.index is not None and wanted.index != actual.index):
+            raise ValueError(f"device: the model is on {actual}, not on {wanted}; move it there first (model.to(...))")
+    return actual
+
+
+@contextlib.contextmanager
+def evaluating(model: nn.Module):
+    """Run the ``with`` block with ``model`` in evaluation mode, then restore the mode it was in.
+
+    Evaluation mode switches dropout off; a helper that decodes or measures must not leave a model
+    that is being trained in evaluation mode behind it.
+    """
+    was_training = model.training
+    model.eval()
+    try:
+        yield model
+    finally:
+        model.train(was_training)
+
+
 def seed_everything(seed: int = 0) -> None:
-    """Seed Python, NumPy and torch (CPU and every GPU) so that a run can be repeated."""
-    os.environ["PYTHONHASHSEED"] = str(seed)
+    """Seed Python's ``random``, NumPy and torch (the CPU and every GPU), so that a run can be repeated.
+
+    What it cannot do: Python's string hashing is seeded when the interpreter starts (set
+    ``PYTHONHASHSEED`` before starting Python to fix it; seqlab never depends on hash order), and some
+    CUDA kernels are not deterministic, so a GPU run may differ from a CPU run in the last digits.
+    """
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)  # also seeds every CUDA device

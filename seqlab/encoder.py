@@ -14,8 +14,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from seqlab import rnn
 from seqlab.checks import check_shape
-
-CELLS = tuple(rnn.LAYERS)  # ("rnn", "lstm", "gru")
+from seqlab.rnn import CELLS
 
 
 def check_lengths(src: Tensor, src_lengths: Tensor) -> None:
@@ -26,6 +25,20 @@ def check_lengths(src: Tensor, src_lengths: Tensor) -> None:
         raise ValueError(
             f"src_lengths must lie in [1, {src.shape[1]}] (the padded length S), got {src_lengths.tolist()}"
         )
+
+
+def per_direction(hidden_size: int, bidirectional: bool) -> int:
+    """The size of each direction's state when the encoder's outputs have ``hidden_size`` features in all.
+
+    The models (chapters 2 to 6) name the size of what they work with, the concatenated encoder output;
+    :class:`Encoder`, like torch.nn's layers, is built with the size of one direction.
+    """
+    D = 2 if bidirectional else 1
+    if hidden_size % D:
+        raise ValueError(
+            f"hidden_size must be even with a bidirectional encoder (each direction gets half), got {hidden_size}"
+        )
+    return hidden_size // D
 
 
 class Encoder(nn.Module):
@@ -145,7 +158,9 @@ class Bridge(nn.Module):
         )
 
     def forward(self, final):
-        if self.cell == "lstm":
+        if isinstance(final, tuple):  # an LSTM's (h_n, c_n): the cell memory gets its own projection
+            if self.project_c is None:
+                raise ValueError(f"an LSTM's (h_n, c_n) reached a Bridge built for cell={self.cell!r}")
             h_n, c_n = final
             return self._project(self.project_h, h_n), self._project(self.project_c, c_n)
         return self._project(self.project_h, final)

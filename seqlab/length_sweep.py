@@ -11,7 +11,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from seqlab.data import build_vocabs, reversal_task
+from seqlab.data.reversal import reversal_task
+from seqlab.data.vocab import build_vocabs
 from seqlab.train import evaluate, train_seq2seq
 
 
@@ -44,8 +45,9 @@ class LengthSweep:
         """Source and target vocabularies (the symbols, the same at every length)."""
         return build_vocabs(self.train_pairs())
 
-    def run(self, model: nn.Module, device: torch.device | str = "cpu") -> dict:
-        """Train ``model`` on the training pairs, then measure greedy exact match at every test length.
+    def run(self, model: nn.Module, device: torch.device | str | None = None) -> dict:
+        """Train ``model`` on the training pairs (on ``device``, by default where it is), then measure
+        greedy exact match at every test length.
 
         Returns:
             ``{"exact_match": {length: fraction}, "token_accuracy": {length: fraction},
@@ -58,7 +60,7 @@ class LengthSweep:
         )
         results = {"exact_match": {}, "token_accuracy": {}, "history": history}
         for length in self.test_lengths:
-            scores = evaluate(model, self.test_pairs(length), src_vocab, tgt_vocab, device=device)
+            scores = evaluate(model, self.test_pairs(length), src_vocab, tgt_vocab)
             results["exact_match"][length] = scores["exact_match"]
             results["token_accuracy"][length] = scores["token_accuracy"]
         return results

@@ -1,9 +1,9 @@
-"""The long-lag memory task, and the classifier that chapter 1 trains on it.
+"""The long-lag memory experiment of chapter 1: a many-to-one classifier trained on the memory task.
 
-The task: a sequence starts with one of ``n_symbols`` signal tokens, followed by ``lag`` random
-distractor tokens; the label is the signal. To answer, a recurrent network must carry one token
-across ``lag`` steps of noise, and the gradient that teaches it to do so must travel back the same
-distance. A plain RNN's gradient shrinks geometrically on the way; gated cells (LSTM, GRU) have a
+The task (:func:`seqlab.data.memory_task`): a sequence starts with one of ``n_symbols`` signal
+tokens, followed by ``lag`` random distractor tokens; the label is the signal. To answer, a recurrent
+network must carry one token across ``lag`` steps of noise, and the gradient that teaches it to do so
+must travel back the same distance. A plain RNN's gradient shrinks geometrically on the way; gated cells (LSTM, GRU) have a
 path along which it need not.
 
 The experiments train torch.nn's fused layers, which hold exactly the parameters of seqlab.rnn's
@@ -16,39 +16,10 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from seqlab.checks import check_shape
-from seqlab.rnn import TORCH_LAYERS
-
-
-def memory_task(
-    n: int, lag: int, n_symbols: int = 4, n_distractors: int = 4, generator: torch.Generator | None = None
-) -> tuple:
-    """Draw ``n`` examples of the long-lag memory task.
-
-    Token ids ``0 .. n_symbols-1`` are signals, ``n_symbols .. n_symbols+n_distractors-1`` distractors.
-
-    Args:
-        n: number of examples.
-        lag: distractors between the signal and the end of the sequence.
-        n_symbols: number of signal tokens, hence of classes (chance accuracy is ``1 / n_symbols``).
-        n_distractors: number of distinct distractor tokens.
-        generator: a seeded ``torch.Generator`` for repeatable draws.
-
-    Returns:
-        ``tokens (n, lag + 1)`` long, and ``labels (n,)`` long: the first token of each row.
-
-    Example::
-
-        >>> tokens, labels = memory_task(2, lag=3, generator=torch.Generator().manual_seed(0))
-        >>> tokens.shape, bool((tokens[:, 0] == labels).all())
-        (torch.Size([2, 4]), True)
-
-    Taught in chapter 1.
-    """
-    if lag < 0 or n < 1:
-        raise ValueError(f"need n >= 1 and lag >= 0, got n={n}, lag={lag}")
-    signal = torch.randint(0, n_symbols, (n,), generator=generator)  # (n,)
-    distractors = torch.randint(n_symbols, n_symbols + n_distractors, (n, lag), generator=generator)  # (n, lag)
-    return torch.cat([signal.unsqueeze(1), distractors], dim=1), signal  # (n, lag + 1), (n,)
+from seqlab.data.memory import memory_task
+from seqlab.device import check_model_device, evaluating
+from seqlab.rnn import TORCH_LAYERS, hidden_state
+from seqlab.train import fit
 
 
 class LastStateClassifier(nn.Module):
@@ -96,14 +67,15 @@ class LastStateClassifier(nn.Module):
     def forward(self, tokens: Tensor) -> Tensor:
         check_shape("tokens", tokens, ("B", "S"))
         _, final = self.recurrent(self.embedding(tokens))  # final: (1, B, H), LSTM: a pair
-        h_n = final[0] if self.kind == "lstm" else final
-        return self.output(h_n[-1])  # (B, num_classes)
+        return self.output(hidden_state(final)[-1])  # (B, num_classes)
 
 
+@torch.no_grad()
 def accuracy(model: nn.Module, tokens: Tensor, labels: Tensor) -> float:
-    """Fraction of examples whose highest-scoring class is the label."""
-    model.eval()
-    with torch.no_grad():
+    """Fraction of examples whose highest-scoring class is the label (evaluation mode, then the model's
+    mode restored; the inputs must be on the model's device)."""
+    check_model_device(model, tokens.device)
+    with evaluating(model):
         return (model(tokens).argmax(dim=1) == labels).float().mean().item()
 
 
@@ -119,9 +91,9 @@ def train_on_memory_task(
     device: torch.device | str = "cpu",
     **model_kwargs,
 ) -> tuple:
-    """Train a :class:`LastStateClassifier` on fresh batches of the memory task; test on 1000 new ones.
-
-    Adam with gradient-norm clipping at 1 (so that an exploding gradient cannot wreck a run).
+    """Train a :class:`LastStateClassifier` on ``steps`` fresh batches of the memory task (one pass of
+    :func:`seqlab.train.fit`, gradient norm clipped at 1 so that an exploding gradient cannot wreck a
+    run); test it on 1000 new examples.
 
     Returns:
         ``(model, test_accuracy, losses)`` where ``losses`` is the training loss of every step.
@@ -131,16 +103,15 @@ def train_on_memory_task(
     torch.manual_seed(seed)
     generator = torch.Generator().manual_seed(seed + 1)
     model = LastStateClassifier(kind, n_symbols + n_distractors, n_symbols, **model_kwargs).to(device)
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-    losses = []
-    model.train()
-    for _ in range(steps):
-        tokens, labels = memory_task(batch_size, lag, n_symbols, n_distractors, generator)
-        loss = F.cross_entropy(model(tokens.to(device)), labels.to(device))
-        optimizer.zero_grad()
-        loss.backward()
-        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        losses.append(loss.item())
+
+    def batches(epoch):
+        for _ in range(steps):
+            yield memory_task(batch_size, lag, n_symbols, n_distractors, generator)
+
+    def loss(model, batch):
+        tokens, labels = batch
+        return F.cross_entropy(model(tokens), labels)
+
+    history = fit(model, batches, loss, epochs=1, lr=lr, clip=1.0, device=device)
     tokens, labels = memory_task(1000, lag, n_symbols, n_distractors, generator)
-    return model, accuracy(model, tokens.to(device), labels.to(device)), losses
+    return model, accuracy(model, tokens.to(device), labels.to(device)), history["step_loss"]

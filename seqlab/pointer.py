@@ -23,9 +23,9 @@ from torch import Tensor, nn
 
 from seqlab.attention import AdditiveScorer, masked_softmax
 from seqlab.checks import check_shape
-from seqlab.data import PAD_ID, UNK_ID, decode_extended, lengths_to_mask, make_pointer_batch
-from seqlab.decoding import Decodable, select_hidden
-from seqlab.encoder import Bridge, Encoder
+from seqlab.decoding import Decodable
+from seqlab.padding import PAD_ID, UNK_ID, lengths_to_mask
+from seqlab.seq2seq import encoder_and_bridge
 
 
 def final_distribution(vocab_probs: Tensor, attn: Tensor, p_gen: Tensor, src_ext_ids: Tensor, n_oov: int) -> Tensor:
@@ -150,7 +150,7 @@ class PointerGenerator(Decodable, nn.Module):
 
     Args:
         vocab_size: V, the shared vocabulary (id 0 is padding).
-        embedding_size, hidden_size: as for :class:`~seqlab.attention_seq2seq.AttentionSeq2Seq`
+        embedding_size, hidden_size: as for :class:`~seqlab.seq2seq.AttentionSeq2Seq`
             (a bidirectional GRU encoder with ``hidden_size // 2`` units per direction).
         coverage_weight: λ of the coverage loss; 0 switches coverage off (the attention gets zeros
             and no coverage loss is added). :meth:`enable_coverage` switches it on later.
@@ -166,8 +166,9 @@ class PointerGenerator(Decodable, nn.Module):
         super().__init__()
         self.vocab_size = vocab_size
         self.coverage_weight = coverage_weight
-        self.encoder = Encoder(vocab_size, embedding_size, hidden_size // 2, "gru", bidirectional=True)
-        self.bridge = Bridge(hidden_size // 2, 2, hidden_size, 1, "gru")
+        self.encoder, self.bridge = encoder_and_bridge(
+            vocab_size, embedding_size, hidden_size, "gru", num_layers=1, bidirectional=True, dropout=0.0
+        )
         self.embedding = nn.Embedding(vocab_size, embedding_size, padding_idx=PAD_ID)
         self.attention = CoverageAttention(hidden_size, hidden_size, hidden_size)
         self.rnn = nn.GRU(embedding_size + hidden_size, hidden_size, batch_first=True)
@@ -236,10 +237,6 @@ class PointerGenerator(Decodable, nn.Module):
         probs, state, _ = self.step(prev_tokens, state)
         return probs.clamp_min(EPSILON).log(), state  # log-probabilities over the extended vocabulary
 
-    def reorder_state(self, state: dict, index: Tensor) -> dict:
-        picked = {k: state[k].index_select(0, index) for k in ("memory", "mask", "prepared_keys", "coverage", "src")}
-        return {**state, **picked, "hidden": select_hidden(state["hidden"], index)}
-
 
 EPSILON = 1e-12  # probabilities are clamped here before a log: a target the model cannot produce costs -log(1e-12)
 
@@ -254,48 +251,21 @@ def pointer_loss(model: PointerGenerator, batch) -> Tensor:
     Taught in chapter 6.
     """
     out = model.forward_with_details(batch.src, batch.src_lengths, batch.tgt_in)
-    mask = batch.tgt_out != PAD_ID  # (B, T)
     picked = out["probs"].gather(2, batch.tgt_out.unsqueeze(2)).squeeze(2)  # (B, T): P(target)
-    nll = -(picked.clamp_min(EPSILON).log() * mask).sum() / mask.sum()
+    log_picked = torch.where(batch.tgt_mask, picked.clamp_min(EPSILON).log(), 0.0)  # (B, T): 0 at padding
+    nll = -log_picked.sum() / batch.tgt_mask.sum().clamp(min=1)
     if model.coverage_weight == 0:
         return nll
-    return nll + model.coverage_weight * _mean_overlap(out, batch)
+    return nll + model.coverage_weight * mean_overlap(out, batch)
 
 
-def _mean_overlap(out: dict, batch) -> Tensor:
-    """The coverage loss averaged over every real target step of the batch."""
-    mask = batch.tgt_out != PAD_ID  # (B, T)
-    src_mask = lengths_to_mask(batch.src_lengths, batch.src.shape[1]).to(mask.device)  # (B, S)
-    src_mask = src_mask.unsqueeze(1).expand_as(out["attn"])  # (B, T, S)
+def mean_overlap(out: dict, batch) -> Tensor:
+    """The coverage loss averaged over every real target step of the batch.
+
+    Args:
+        out: :meth:`PointerGenerator.forward_with_details`'s ``attn`` and ``coverage``, ``(B, T, S)``.
+        batch: its ``tgt_mask (B, T)`` says which steps are real, its ``src_mask (B, S)`` which positions.
+    """
+    src_mask = batch.src_mask.unsqueeze(1).expand_as(out["attn"])  # (B, T, S)
     # One row per real target step: (N, S) with N the number of real target tokens.
-    return coverage_loss(out["attn"][mask], out["coverage"][mask], src_mask[mask])
-
-
-@torch.no_grad()
-def attention_overlap(model: PointerGenerator, pairs: list, vocab, device="cpu") -> float:
-    """How much the model attends again to what it already attended to: the coverage loss per step,
-    on the reference summaries (teacher forcing), averaged over ``pairs``. Lower is less repetitive.
-
-    Taught in chapter 6.
-    """
-    model.to(device).eval()
-    batch = make_pointer_batch(pairs, vocab).to(device)
-    return _mean_overlap(model.forward_with_details(batch.src, batch.src_lengths, batch.tgt_in), batch).item()
-
-
-@torch.no_grad()
-def summarise(model: PointerGenerator, pairs: list, vocab, max_len: int = 20, beam_size: int = 1, device="cpu") -> list:
-    """Decode a summary for every source of ``pairs``, as words: copied ids become the source's words.
-
-    Taught in chapter 6.
-    """
-    model.to(device).eval()
-    outputs = []
-    for begin in range(0, len(pairs), 256):
-        batch = make_pointer_batch(pairs[begin : begin + 256], vocab).to(device)
-        if beam_size > 1:
-            ids = model.beam_search(batch.src, batch.src_lengths, max_len, beam_size=beam_size)
-        else:
-            ids = model.greedy_decode(batch.src, batch.src_lengths, max_len)
-        outputs += [decode_extended(row, vocab, oovs) for row, oovs in zip(ids.tolist(), batch.oovs)]
-    return outputs
+    return coverage_loss(out["attn"][batch.tgt_mask], out["coverage"][batch.tgt_mask], src_mask[batch.tgt_mask])

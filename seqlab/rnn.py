@@ -84,6 +84,26 @@ def gru_update(gates_x: Tensor, h: Tensor, weight_hh: Tensor, bias_hh) -> Tensor
     return (1 - z) * n + z * h
 
 
+def reset_uniform(module: nn.Module) -> None:
+    """Every parameter uniform in ``[-1/√H, 1/√H]``, H = ``module.hidden_size``, as torch.nn initialises its RNNs."""
+    bound = 1.0 / math.sqrt(module.hidden_size)
+    for p in module.parameters():
+        nn.init.uniform_(p, -bound, bound)
+
+
+def hidden_state(state):
+    """The hidden state h of a recurrent state: the state itself, or the h of an LSTM's pair ``(h, c)``.
+
+    The one place where seqlab tells an LSTM's state from the others: by its type, a tuple.
+    """
+    return state[0] if isinstance(state, tuple) else state
+
+
+def map_state(function, state):
+    """Apply ``function`` to a recurrent state: to ``h``, or to both halves of an LSTM's ``(h, c)``."""
+    return tuple(function(part) for part in state) if isinstance(state, tuple) else function(state)
+
+
 # ----------------------------------------------------------------------------------------------
 # Cells: one time step.
 
@@ -108,10 +128,7 @@ class _CellBase(nn.Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        """Uniform in ``[-1/√H, 1/√H]``, as torch.nn does."""
-        bound = 1.0 / math.sqrt(self.hidden_size)
-        for p in self.parameters():
-            nn.init.uniform_(p, -bound, bound)
+        reset_uniform(self)
 
     def _check_step(self, x: Tensor, *states: Tensor) -> None:
         check_shape("input", x, ("B", self.input_size))
@@ -269,10 +286,7 @@ class _LayerBase(nn.Module):
         return ["", "_reverse"][: self.num_directions]
 
     def reset_parameters(self) -> None:
-        """Uniform in ``[-1/√H, 1/√H]``, as torch.nn does."""
-        bound = 1.0 / math.sqrt(self.hidden_size)
-        for p in self.parameters():
-            nn.init.uniform_(p, -bound, bound)
+        reset_uniform(self)
 
     def _weights(self, layer: int, suffix: str) -> tuple:
         get = lambda name: getattr(self, f"{name}_l{layer}{suffix}", None)  # noqa: E731
@@ -448,3 +462,4 @@ class GRU(_LayerBase):
 # The from-scratch layers, and torch.nn's fused layers with the same parameters, by cell name.
 LAYERS = {"rnn": RNN, "lstm": LSTM, "gru": GRU}
 TORCH_LAYERS = {"rnn": nn.RNN, "lstm": nn.LSTM, "gru": nn.GRU}
+CELLS = tuple(LAYERS)  # ("rnn", "lstm", "gru"): the cell names that models take as cell=

@@ -1,99 +1,58 @@
-"""The encoder-decoder (Seq2Seq) model with a single context vector (chapter 3).
+"""The encoder-decoder models: Seq2Seq with one context vector (chapter 3), and with attention (chapter 4).
 
-Cho et al. (2014) and Sutskever et al. (2014): an encoder reads the source into a fixed-size
-**context vector** c; a decoder writes the target one token at a time from c. Here the decoder
-sees c at every step, both as input to its recurrent cell and to its output layer::
+Cho et al. (2014) and Sutskever et al. (2014): an encoder reads the source; a decoder writes the target
+one token at a time. In :class:`Seq2Seq` everything the decoder knows about the source passes through
+one fixed-size **context vector** c, the encoder's final state: the bottleneck. In
+:class:`AttentionSeq2Seq` (Bahdanau et al., 2015) the decoder attends over all encoder states and
+builds a fresh context at every step.
 
-    z_t = cell([embed(y_{t-1}); c], z_{t-1})                 z_0 = bridge(encoder final states)
-    P(y_t | y_<t, x) = softmax(W_out [z_t; c; embed(y_{t-1})] + b_out)
-
-Everything the decoder knows about the source must pass through c: that is the bottleneck that
-attention (chapter 4) removes.
+Both models give ``hidden_size`` the same meaning: the size of the decoder state, which is also the
+size of every encoder output (a bidirectional encoder gives each direction ``hidden_size // 2`` units,
+concatenated). So with the same ``hidden_size`` the two models' context vectors have the same size.
 """
 
-import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
-from seqlab.checks import check_shape
-from seqlab.decoding import Decodable, select_hidden
-from seqlab.encoder import CELLS, Bridge, Encoder, last_layer_directions
-from seqlab.rnn import TORCH_LAYERS
+from seqlab.attention import make_scorer
+from seqlab.attention_decoder import AttentionDecoder
+from seqlab.decoder import ContextDecoder
+from seqlab.decoding import Decodable
+from seqlab.encoder import Bridge, Encoder, last_layer_directions, per_direction
+from seqlab.padding import lengths_to_mask
+from seqlab.rnn import hidden_state
 
 
-class ContextDecoder(nn.Module):
-    """A recurrent decoder that reads a fixed context vector at every step.
-
-    Args:
-        vocab_size: target vocabulary size V.
-        embedding_size: size E of the target embeddings.
-        hidden_size: size H of the decoder state.
-        context_size: size C of the context vector.
-        cell: ``"rnn"``, ``"lstm"`` or ``"gru"``.
-        num_layers: stacked layers L.
-        dropout: dropout on the embeddings and before the output layer.
-
-    Shape:
-        - ``forward(tgt_in (B, T), state, context (B, C)) -> (log_probs (B, T, V), state)``,
-          state ``(L, B, H)`` (LSTM: a pair).
-        - ``step(prev_tokens (B,), state, context) -> (log_probs (B, V), state)``: the same with T = 1.
-
-    Teacher forcing is why ``forward`` can take the whole target at once: the decoder's input at step
-    t is the *true* token y_{t-1}, known in advance, so the fused RNN runs over all steps in one call.
-
-    Taught in chapter 3.
-    """
-
-    def __init__(
-        self,
-        vocab_size: int,
-        embedding_size: int,
-        hidden_size: int,
-        context_size: int,
-        cell: str = "gru",
-        num_layers: int = 1,
-        dropout: float = 0.0,
-    ):
-        super().__init__()
-        if cell not in CELLS:
-            raise ValueError(f"cell must be one of {CELLS}, got {cell!r}")
-        self.context_size = context_size
-        self.embedding = nn.Embedding(vocab_size, embedding_size, padding_idx=0)
-        self.dropout = nn.Dropout(dropout)
-        self.rnn = TORCH_LAYERS[cell](
-            embedding_size + context_size,
-            hidden_size,
-            num_layers=num_layers,
-            batch_first=True,
-            dropout=dropout if num_layers > 1 else 0.0,
-        )
-        self.output = nn.Linear(hidden_size + context_size + embedding_size, vocab_size)
-
-    def forward(self, tgt_in: Tensor, state, context: Tensor) -> tuple:
-        check_shape("tgt_in", tgt_in, ("B", "T"))
-        check_shape("context", context, (tgt_in.shape[0], self.context_size))
-        T = tgt_in.shape[1]
-        embedded = self.dropout(self.embedding(tgt_in))  # (B, T, E)
-        repeated_context = context.unsqueeze(1).expand(-1, T, -1)  # (B, T, C)
-        outputs, state = self.rnn(torch.cat([embedded, repeated_context], dim=2), state)  # (B, T, H)
-        features = torch.cat([self.dropout(outputs), repeated_context, embedded], dim=2)  # (B, T, H+C+E)
-        return F.log_softmax(self.output(features), dim=-1), state  # (B, T, V)
-
-    def step(self, prev_tokens: Tensor, state, context: Tensor) -> tuple:
-        log_probs, state = self.forward(prev_tokens.unsqueeze(1), state, context)  # (B, 1, V)
-        return log_probs.squeeze(1), state  # (B, V)
+def encoder_and_bridge(
+    src_vocab_size: int,
+    embedding_size: int,
+    hidden_size: int,
+    cell: str,
+    num_layers: int,
+    bidirectional: bool,
+    dropout: float,
+) -> tuple:
+    """An :class:`~seqlab.encoder.Encoder` whose outputs have ``hidden_size`` features in all, and the
+    :class:`~seqlab.encoder.Bridge` from its final states to a decoder state of ``hidden_size``."""
+    H = per_direction(hidden_size, bidirectional)
+    encoder = Encoder(src_vocab_size, embedding_size, H, cell, num_layers, bidirectional, dropout)
+    return encoder, Bridge(H, encoder.num_directions, hidden_size, num_layers, cell)
 
 
 class Seq2Seq(Decodable, nn.Module):
     """Encoder → context vector → decoder.
 
     The context vector is the encoder's last layer's final state, both directions concatenated; the
-    decoder's initial state is the :class:`~seqlab.encoder.Bridge` of all final states.
+    decoder's initial state is the :class:`~seqlab.encoder.Bridge` of all final states. The decoder
+    (:class:`~seqlab.decoder.ContextDecoder`) reads the context at every step::
+
+        z_t = cell([embed(y_{t-1}); c], z_{t-1})                 z_0 = bridge(encoder final states)
+        P(y_t | y_<t, x) = softmax(W_out [z_t; c; embed(y_{t-1})] + b_out)
 
     Args:
         src_vocab_size, tgt_vocab_size: vocabulary sizes (id 0 is padding in both).
         embedding_size: size of the source and target embeddings.
-        hidden_size: state size of each encoder direction and of the decoder.
+        hidden_size: the decoder state's size, and the context vector's (with a bidirectional encoder,
+            each direction has ``hidden_size // 2`` units).
         cell: ``"rnn"``, ``"lstm"`` or ``"gru"`` for both encoder and decoder.
         num_layers: layers of encoder and decoder.
         bidirectional: a bidirectional encoder.
@@ -124,20 +83,26 @@ class Seq2Seq(Decodable, nn.Module):
         dropout: float = 0.0,
     ):
         super().__init__()
-        self.cell = cell
-        self.encoder = Encoder(src_vocab_size, embedding_size, hidden_size, cell, num_layers, bidirectional, dropout)
-        D = self.encoder.num_directions
-        self.bridge = Bridge(hidden_size, D, hidden_size, num_layers, cell)
+        self.encoder, self.bridge = encoder_and_bridge(
+            src_vocab_size, embedding_size, hidden_size, cell, num_layers, bidirectional, dropout
+        )
         self.decoder = ContextDecoder(
-            tgt_vocab_size, embedding_size, hidden_size, D * hidden_size, cell, num_layers, dropout
+            tgt_vocab_size,
+            embedding_size,
+            hidden_size,
+            context_size=hidden_size,
+            cell=cell,
+            num_layers=num_layers,
+            dropout=dropout,
         )
 
     def encode(self, src: Tensor, src_lengths: Tensor) -> tuple:
-        """Returns the context vector ``(B, D*H)`` and the decoder's initial state ``(L, B, H)``."""
+        """Returns the context vector ``(B, H)`` and the decoder's initial state ``(L, B, H)``."""
         _, final = self.encoder(src, src_lengths)
-        h_n = final[0] if self.cell == "lstm" else final  # (L*D, B, H)
-        per_layer = last_layer_directions(h_n, self.encoder.num_layers, self.encoder.num_directions)  # (L, B, D*H)
-        return per_layer[-1], self.bridge(final)  # (B, D*H), (L, B, H)
+        per_layer = last_layer_directions(
+            hidden_state(final), self.encoder.num_layers, self.encoder.num_directions
+        )  # (L, B, D * H/D)
+        return per_layer[-1], self.bridge(final)  # (B, H), (L, B, H)
 
     def forward(self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor) -> Tensor:
         context, state = self.encode(src, src_lengths)
@@ -145,26 +110,95 @@ class Seq2Seq(Decodable, nn.Module):
         return log_probs  # (B, T, V)
 
     # --- the decoding protocol of seqlab.decoding ---------------------------------------------
-    # The decoder state keeps torch's (L, B, H) layout; reorder_state indexes its batch dimension.
 
-    def start_decoding(self, src: Tensor, src_lengths: Tensor) -> tuple:
-        return self.encode(src, src_lengths)
+    def start_decoding(self, src: Tensor, src_lengths: Tensor) -> dict:
+        context, hidden = self.encode(src, src_lengths)
+        return {"context": context, "hidden": hidden}
 
-    def decode_step(self, prev_tokens: Tensor, state: tuple) -> tuple:
-        context, hidden = state
-        log_probs, hidden = self.decoder.step(prev_tokens, hidden, context)
-        return log_probs, (context, hidden)
-
-    def reorder_state(self, state: tuple, index: Tensor) -> tuple:
-        context, hidden = state
-        return context.index_select(0, index), select_hidden(hidden, index)
+    def decode_step(self, prev_tokens: Tensor, state: dict) -> tuple:
+        log_probs, hidden = self.decoder.step(prev_tokens, state["hidden"], state["context"])
+        return log_probs, {**state, "hidden": hidden}
 
 
-def __getattr__(name: str):
-    # seqlab.seq2seq.AttentionSeq2Seq works too; the attention model lives in its own module, which
-    # imports this one (for ContextDecoder), so it is looked up on first use rather than imported here.
-    if name == "AttentionSeq2Seq":
-        from seqlab.attention_seq2seq import AttentionSeq2Seq
+class AttentionSeq2Seq(Decodable, nn.Module):
+    """Encoder → attention decoder, with any scoring function.
 
-        return AttentionSeq2Seq
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    The encoder's outputs (both directions concatenated) are the keys and values; the decoder's
+    initial state is the bridge of the encoder's final states (chapter 2). Encoder outputs and decoder
+    states both have ``hidden_size`` features, so every scorer (dot products included) applies.
+
+    Args:
+        src_vocab_size, tgt_vocab_size: vocabulary sizes (id 0 is padding in both).
+        embedding_size: size of the source and target embeddings.
+        hidden_size: the decoder state's size, and each encoder output's (keys, values and the
+            context vector): as for :class:`Seq2Seq`.
+        scorer: ``"additive" | "bilinear" | "dot" | "scaled_dot" | "cosine"``.
+        cell, num_layers, bidirectional, dropout: as for :class:`Seq2Seq`.
+
+    Shape:
+        - ``model(src (B, S), src_lengths (B,), tgt_in (B, T)) -> log_probs (B, T, V)``.
+        - ``attention_weights(src, src_lengths, tgt_in) -> (B, T, S)``.
+
+    Taught in chapter 4.
+    """
+
+    def __init__(
+        self,
+        src_vocab_size: int,
+        tgt_vocab_size: int,
+        embedding_size: int = 32,
+        hidden_size: int = 64,
+        scorer: str = "additive",
+        cell: str = "gru",
+        num_layers: int = 1,
+        bidirectional: bool = True,
+        dropout: float = 0.0,
+    ):
+        super().__init__()
+        self.encoder, self.bridge = encoder_and_bridge(
+            src_vocab_size, embedding_size, hidden_size, cell, num_layers, bidirectional, dropout
+        )
+        self.decoder = AttentionDecoder(
+            tgt_vocab_size,
+            embedding_size,
+            hidden_size,
+            memory_size=hidden_size,
+            scorer=make_scorer(scorer, hidden_size, hidden_size),
+            cell=cell,
+            num_layers=num_layers,
+            dropout=dropout,
+        )
+
+    def encode(self, src: Tensor, src_lengths: Tensor) -> tuple:
+        """Returns the memory ``(B, S, H)``, its mask ``(B, S)`` and the decoder's initial state."""
+        memory, final = self.encoder(src, src_lengths)  # (B, S, H)
+        mask = lengths_to_mask(src_lengths, src.shape[1]).to(src.device)  # (B, S)
+        return memory, mask, self.bridge(final)
+
+    def forward(self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor) -> Tensor:
+        memory, mask, state = self.encode(src, src_lengths)
+        log_probs, _, _ = self.decoder(tgt_in, state, memory, mask)
+        return log_probs  # (B, T, V)
+
+    def attention_weights(self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor) -> Tensor:
+        """The attention weights ``(B, T, S)`` of every step, for plotting.
+
+        Feed a decoded output (``<bos>`` + tokens) as ``tgt_in`` to see the weights that produced it:
+        they are the weights computed while decoding, since the decoder read the same tokens.
+        """
+        memory, mask, state = self.encode(src, src_lengths)
+        _, _, weights = self.decoder(tgt_in, state, memory, mask)
+        return weights
+
+    # --- the decoding protocol of seqlab.decoding ---------------------------------------------
+
+    def start_decoding(self, src: Tensor, src_lengths: Tensor) -> dict:
+        memory, mask, hidden = self.encode(src, src_lengths)
+        prepared_keys = self.decoder.attention.scorer.prepare_keys(memory)  # once per source
+        return {"memory": memory, "mask": mask, "prepared_keys": prepared_keys, "hidden": hidden}
+
+    def decode_step(self, prev_tokens: Tensor, state: dict) -> tuple:
+        log_probs, hidden, _ = self.decoder.step(
+            prev_tokens, state["hidden"], state["memory"], state["mask"], state["prepared_keys"]
+        )
+        return log_probs, {**state, "hidden": hidden}

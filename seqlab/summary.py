@@ -1,6 +1,16 @@
-"""Measuring summaries: ROUGE, recall of out-of-vocabulary words, and repetition (chapter 6)."""
+"""Writing summaries with the pointer-generator, and measuring them (chapter 6).
 
+* :func:`summarise`: decode a summary for every story, copied ids written back as the story's words;
+* :func:`attention_overlap`: how much a model attends again to what it already attended to;
+* :func:`rouge`, :func:`oov_recall`, :func:`repetition_rate`, :func:`summary_quality`: the scores.
+"""
+
+import torch
 from rouge_score import rouge_scorer
+
+from seqlab.data.extended_vocab import decode_extended, make_pointer_batch
+from seqlab.device import check_model_device, evaluating
+from seqlab.pointer import PointerGenerator, mean_overlap
 
 ROUGE_TYPES = ("rouge1", "rouge2", "rougeL")
 
@@ -59,3 +69,38 @@ def summary_quality(outputs: list, references: list, vocab, n: int = 2) -> dict:
         "oov_recall": oov_recall(outputs, references, vocab),
         f"repeated_{n}grams": repetition_rate(outputs, n),
     }
+
+
+@torch.no_grad()
+def summarise(model: PointerGenerator, pairs: list, vocab, max_len: int = 20, beam_size: int = 1) -> list:
+    """Decode a summary for every source of ``pairs``, as words: copied ids become the source's words.
+
+    Runs on the model's own device; decoding leaves the model's mode as it was.
+
+    Taught in chapter 6.
+    """
+    device = check_model_device(model, None)
+    outputs = []
+    for begin in range(0, len(pairs), 256):
+        batch = make_pointer_batch(pairs[begin : begin + 256], vocab).to(device)
+        if beam_size > 1:
+            ids = model.beam_search(batch.src, batch.src_lengths, max_len, beam_size=beam_size)
+        else:
+            ids = model.greedy_decode(batch.src, batch.src_lengths, max_len)
+        outputs += [decode_extended(row, vocab, oovs) for row, oovs in zip(ids.tolist(), batch.oovs)]
+    return outputs
+
+
+@torch.no_grad()
+def attention_overlap(model: PointerGenerator, pairs: list, vocab) -> float:
+    """How much the model attends again to what it already attended to: the coverage loss per step,
+    on the reference summaries (teacher forcing), averaged over ``pairs``. Lower is less repetitive.
+
+    Runs on the model's own device, in evaluation mode (the model's mode is restored afterwards).
+
+    Taught in chapter 6.
+    """
+    batch = make_pointer_batch(pairs, vocab).to(check_model_device(model, None))
+    with evaluating(model):
+        out = model.forward_with_details(batch.src, batch.src_lengths, batch.tgt_in)
+    return mean_overlap(out, batch).item()

@@ -9,8 +9,11 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from seqlab.data import PAD_ID, make_tagging_batch
-from seqlab.encoder import Encoder
+from seqlab.data.batching import make_tagging_batch
+from seqlab.device import check_model_device, evaluating
+from seqlab.encoder import Encoder, per_direction
+from seqlab.padding import PAD_ID
+from seqlab.train import fit
 
 
 class Tagger(nn.Module):
@@ -19,7 +22,10 @@ class Tagger(nn.Module):
     Args:
         vocab_size: word vocabulary size (id 0 is padding).
         num_tags: tag vocabulary size (id 0 is the padding tag).
-        embedding_size, hidden_size, cell: as for :class:`~seqlab.encoder.Encoder`.
+        embedding_size: size of the word embeddings.
+        hidden_size: size of each position's encoding, the tag layer's input (as in every seqlab
+            model: a bidirectional encoder gives each direction ``hidden_size // 2`` units).
+        cell: ``"rnn"``, ``"lstm"`` or ``"gru"``.
         bidirectional: read left to right only (False) or in both directions (True).
 
     Shape:
@@ -33,17 +39,25 @@ class Tagger(nn.Module):
         vocab_size: int,
         num_tags: int,
         embedding_size: int = 16,
-        hidden_size: int = 32,
+        hidden_size: int = 64,
         cell: str = "gru",
         bidirectional: bool = True,
     ):
         super().__init__()
-        self.encoder = Encoder(vocab_size, embedding_size, hidden_size, cell, bidirectional=bidirectional)
-        self.output = nn.Linear(self.encoder.output_size, num_tags)
+        H = per_direction(hidden_size, bidirectional)
+        self.encoder = Encoder(vocab_size, embedding_size, H, cell, bidirectional=bidirectional)
+        self.output = nn.Linear(hidden_size, num_tags)
 
     def forward(self, tokens: Tensor, lengths: Tensor) -> Tensor:
-        outputs, _ = self.encoder(tokens, lengths)  # (B, S, D*H)
+        outputs, _ = self.encoder(tokens, lengths)  # (B, S, H)
         return self.output(outputs)  # (B, S, num_tags)
+
+
+def tagging_loss(model: Tagger, batch: tuple) -> Tensor:
+    """Cross-entropy of the tags at real tokens (padded positions carry the tag ``PAD_ID``, ignored)."""
+    tokens, tags, lengths = batch
+    scores = model(tokens, lengths)  # (B, S, num_tags)
+    return F.cross_entropy(scores.flatten(0, 1), tags.flatten(), ignore_index=PAD_ID)
 
 
 def train_tagger(
@@ -55,42 +69,36 @@ def train_tagger(
     batch_size: int = 32,
     lr: float = 1e-2,
     seed: int = 0,
-    device: torch.device | str = "cpu",
+    device: torch.device | str | None = None,
 ) -> list:
-    """Train with cross-entropy over real tokens (padding ignored); return the loss of every step.
+    """Train with :func:`tagging_loss` (:func:`seqlab.train.fit`, a new order of the examples every
+    epoch); return the loss of every step.
 
     Taught in chapter 2.
     """
-    model.to(device).train()
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     generator = torch.Generator().manual_seed(seed)
-    losses = []
-    for _ in range(epochs):
+
+    def batches(epoch):
         order = torch.randperm(len(examples), generator=generator).tolist()
         for begin in range(0, len(order), batch_size):
             chunk = [examples[i] for i in order[begin : begin + batch_size]]
-            tokens, tags, lengths = (t.to(device) for t in make_tagging_batch(chunk, word_vocab, tag_vocab))
-            scores = model(tokens, lengths)  # (B, S, num_tags)
-            loss = F.cross_entropy(scores.flatten(0, 1), tags.flatten(), ignore_index=PAD_ID)
-            optimizer.zero_grad()
-            loss.backward()
-            nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            losses.append(loss.item())
-    return losses
+            yield make_tagging_batch(chunk, word_vocab, tag_vocab)
+
+    return fit(model, batches, tagging_loss, epochs=epochs, lr=lr, device=device)["step_loss"]
 
 
 @torch.no_grad()
-def tag_accuracy(
-    model: Tagger, examples: list, word_vocab, tag_vocab, skip_tag: str | None = None, device="cpu"
-) -> float:
+def tag_accuracy(model: Tagger, examples: list, word_vocab, tag_vocab, skip_tag: str | None = None) -> float:
     """Fraction of real tokens tagged right; with ``skip_tag="O"``, only the tokens whose tag is not "O".
+
+    Runs on the model's own device, in evaluation mode (the model's mode is restored afterwards).
 
     Taught in chapter 2.
     """
-    model.to(device).eval()
+    device = check_model_device(model, None)
     tokens, tags, lengths = (t.to(device) for t in make_tagging_batch(examples, word_vocab, tag_vocab))
-    predicted = model(tokens, lengths).argmax(dim=2)  # (B, S)
+    with evaluating(model):
+        predicted = model(tokens, lengths).argmax(dim=2)  # (B, S)
     counted = tags != PAD_ID  # (B, S)
     if skip_tag is not None:
         counted &= tags != tag_vocab.token_to_id(skip_tag)

@@ -1,7 +1,9 @@
-"""Training a sequence-to-sequence model, and measuring it (chapter 3; reused by chapters 4 to 6).
+"""Training, and measuring a sequence-to-sequence model (chapter 3; reused by every chapter).
 
+* :func:`fit`: the course's one training loop (Adam, gradient clipping, a progress bar), which every
+  model trains with: the memory classifier, the tagger, the Seq2Seq models and the pointer-generator;
 * :func:`sequence_nll`: the teacher-forced loss, averaged over real target tokens only;
-* :func:`train_seq2seq`: Adam, gradient clipping, a progress bar, a history of losses;
+* :func:`train_seq2seq`: :func:`fit` over shuffled :class:`~seqlab.data.batching.Seq2SeqBatch` epochs;
 * :func:`evaluate`: token accuracy (teacher-forced), exact match and BLEU (sacrebleu) of decoded outputs.
 
 Progress bars write to stdout and are off when the environment sets ``SEQLAB_PROGRESS=0`` (the test
@@ -18,7 +20,9 @@ from torch import Tensor, nn
 from tqdm.auto import tqdm
 
 from seqlab.checks import check_shape
-from seqlab.data import PAD_ID, iterate_batches, make_seq2seq_batch
+from seqlab.data.batching import iterate_batches, make_seq2seq_batch
+from seqlab.device import check_model_device, evaluating, model_device
+from seqlab.padding import PAD_ID
 
 
 def progress_enabled() -> bool:
@@ -44,6 +48,59 @@ def sequence_nll(log_probs: Tensor, targets: Tensor, pad_id: int = PAD_ID) -> Te
     return -(picked * mask).sum() / mask.sum().clamp(min=1)
 
 
+def fit(
+    model: nn.Module,
+    batches,
+    loss,
+    epochs: int = 1,
+    lr: float = 3e-3,
+    clip: float = 1.0,
+    device: torch.device | str | None = None,
+) -> dict:
+    """Train ``model``: Adam, gradient-norm clipping, a progress bar over epochs.
+
+    Args:
+        model: the model to train (in training mode while it trains; its mode is restored afterwards).
+        batches: ``batches(epoch)`` returns the batches of that epoch (epochs count from 0), each with a
+            ``.to(device)`` method or a tuple of tensors.
+        loss: ``loss(model, batch)`` returns the scalar to minimise.
+        epochs, lr, clip: the optimisation budget; ``clip`` bounds the gradient's norm.
+        device: where to train; by default where the model already is.
+
+    Returns:
+        ``{"loss": [mean loss of each epoch], "step_loss": [loss of every step], "seconds": [wall
+        time of each epoch]}``.
+
+    Taught in chapter 1 (the memory task); every later model trains with it.
+    """
+    device = model_device(model) if device is None else torch.device(device)
+    model.to(device)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    history = {"loss": [], "step_loss": [], "seconds": []}
+    was_training = model.training
+    model.train()
+    bar = tqdm(range(epochs), desc="training", file=sys.stdout, disable=not progress_enabled())
+    for epoch in bar:
+        start, epoch_losses = time.perf_counter(), []
+        for batch in batches(epoch):
+            value = loss(model, _to(batch, device))
+            optimizer.zero_grad()
+            value.backward()
+            nn.utils.clip_grad_norm_(model.parameters(), clip)
+            optimizer.step()
+            epoch_losses.append(value.item())
+        history["step_loss"] += epoch_losses
+        history["loss"].append(sum(epoch_losses) / max(len(epoch_losses), 1))
+        history["seconds"].append(time.perf_counter() - start)
+        bar.set_postfix(loss=f"{history['loss'][-1]:.3f}")
+    model.train(was_training)
+    return history
+
+
+def _to(batch, device):
+    return tuple(t.to(device) for t in batch) if isinstance(batch, tuple) else batch.to(device)
+
+
 def train_seq2seq(
     model: nn.Module,
     pairs: list,
@@ -54,20 +111,20 @@ def train_seq2seq(
     lr: float = 3e-3,
     clip: float = 1.0,
     seed: int = 0,
-    device: torch.device | str = "cpu",
+    device: torch.device | str | None = None,
     loss_fn=sequence_nll,
     batch_loss=None,
     make_batches=iterate_batches,
 ) -> dict:
-    """Train with teacher forcing: Adam, gradient-norm clipping, a fresh shuffle every epoch.
+    """Train with teacher forcing: :func:`fit` over a fresh shuffle of ``pairs`` every epoch.
 
     Args:
         model: called as ``model(src, src_lengths, tgt_in) -> log_probs (B, T, V)``.
         pairs: training pairs ``(source tokens, target tokens)``.
         src_vocab, tgt_vocab: :class:`seqlab.data.Vocab` of each side.
         epochs, batch_size, lr, clip: the optimisation budget.
-        seed: seeds the parameters' updates order (shuffling) so a run can be repeated.
-        device: where to train.
+        seed: seeds the order of the pairs in each epoch (``seed + epoch``), so a run can be repeated.
+        device: where to train; by default where the model already is.
         loss_fn: ``(log_probs, tgt_out) -> scalar``, by default :func:`sequence_nll`.
         batch_loss: ``(model, batch) -> scalar``, for a loss that needs more than the log-probabilities
             (the pointer-generator's coverage term); replaces ``loss_fn`` when given.
@@ -75,32 +132,19 @@ def train_seq2seq(
             default :func:`seqlab.data.iterate_batches`.
 
     Returns:
-        ``{"loss": [mean loss of each epoch], "seconds": [wall time of each epoch]}``.
+        :func:`fit`'s history: ``{"loss": [...], "step_loss": [...], "seconds": [...]}``.
 
     Taught in chapter 3.
     """
-    model.to(device)
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-    history = {"loss": [], "seconds": []}
-    bar = tqdm(range(epochs), desc="training", file=sys.stdout, disable=not progress_enabled())
-    for epoch in bar:
-        start, total, count = time.perf_counter(), 0.0, 0
-        model.train()
-        for batch in make_batches(pairs, src_vocab, tgt_vocab, batch_size, shuffle=True, seed=seed + epoch):
-            batch = batch.to(device)
-            if batch_loss is not None:
-                loss = batch_loss(model, batch)
-            else:
-                loss = loss_fn(model(batch.src, batch.src_lengths, batch.tgt_in), batch.tgt_out)
-            optimizer.zero_grad()
-            loss.backward()
-            nn.utils.clip_grad_norm_(model.parameters(), clip)
-            optimizer.step()
-            total, count = total + loss.item(), count + 1
-        history["loss"].append(total / count)
-        history["seconds"].append(time.perf_counter() - start)
-        bar.set_postfix(loss=f"{history['loss'][-1]:.3f}")
-    return history
+    if batch_loss is None:
+
+        def batch_loss(model, batch):
+            return loss_fn(model(batch.src, batch.src_lengths, batch.tgt_in), batch.tgt_out)
+
+    def batches(epoch):
+        return make_batches(pairs, src_vocab, tgt_vocab, batch_size, shuffle=True, seed=seed + epoch)
+
+    return fit(model, batches, batch_loss, epochs=epochs, lr=lr, clip=clip, device=device)
 
 
 @torch.no_grad()
@@ -112,9 +156,13 @@ def evaluate(
     max_len: int | None = None,
     beam_size: int = 1,
     batch_size: int = 256,
-    device: torch.device | str = "cpu",
+    device: torch.device | str | None = None,
 ) -> dict:
-    """Measure a trained model on ``pairs``.
+    """Measure a trained model on ``pairs``, on the model's own device, in evaluation mode (its mode is
+    restored afterwards).
+
+    ``device`` is accepted for notebooks written for earlier versions, which passed it: when given, it
+    must be the model's device (the model is never moved).
 
     Returns:
         ``token_accuracy``: teacher-forced, the fraction of real target tokens (eos included) that are
@@ -125,26 +173,26 @@ def evaluate(
 
     Taught in chapter 3.
     """
-    model.to(device).eval()
+    device = check_model_device(model, device)
     if max_len is None:
         max_len = max(len(tgt) for _, tgt in pairs) + 2
     correct = total = exact = 0
     outputs = []
-    for begin in range(0, len(pairs), batch_size):
-        chunk = pairs[begin : begin + batch_size]
-        batch = make_seq2seq_batch(chunk, src_vocab, tgt_vocab).to(device)
-        predicted = model(batch.src, batch.src_lengths, batch.tgt_in).argmax(dim=2)  # (B, T)
-        real = batch.tgt_out != PAD_ID  # (B, T)
-        correct += ((predicted == batch.tgt_out) & real).sum().item()
-        total += real.sum().item()
-        if beam_size > 1:
-            decoded = model.beam_search(batch.src, batch.src_lengths, max_len, beam_size=beam_size)
-        else:
-            decoded = model.greedy_decode(batch.src, batch.src_lengths, max_len)
-        for ids, (_, reference) in zip(decoded.tolist(), chunk):
-            tokens = tgt_vocab.decode(ids)  # stops at eos, drops padding
-            outputs.append(tokens)
-            exact += tokens == list(reference)
+    with evaluating(model):
+        for begin in range(0, len(pairs), batch_size):
+            chunk = pairs[begin : begin + batch_size]
+            batch = make_seq2seq_batch(chunk, src_vocab, tgt_vocab).to(device)
+            predicted = model(batch.src, batch.src_lengths, batch.tgt_in).argmax(dim=2)  # (B, T)
+            correct += ((predicted == batch.tgt_out) & batch.tgt_mask).sum().item()
+            total += batch.tgt_mask.sum().item()
+            if beam_size > 1:
+                decoded = model.beam_search(batch.src, batch.src_lengths, max_len, beam_size=beam_size)
+            else:
+                decoded = model.greedy_decode(batch.src, batch.src_lengths, max_len)
+            for ids, (_, reference) in zip(decoded.tolist(), chunk):
+                tokens = tgt_vocab.decode(ids)  # stops at eos, drops padding
+                outputs.append(tokens)
+                exact += tokens == list(reference)
     hypotheses = [" ".join(t) for t in outputs]
     references = [" ".join(tgt) for _, tgt in pairs]
     # force: our text is tokenized on purpose, so sacrebleu need not warn that it "looks tokenized".

@@ -314,6 +314,6 @@ def test_the_course_configuration_keeps_nbgraders_default_preprocessors():
     default = Autograde.class_traits()["autograde_preprocessors"].default()
     names = [f"{p.__module__.split('.')[0]}.preprocessors.{p.__name__}" for p in default]
     assert ours == [
-        "seqlab.nbgrader_plugins.ExecuteSurvivingKernelDeath" if n == "nbgrader.preprocessors.Execute" else n
+        "seqlab.grading.nbgrader_plugins.ExecuteSurvivingKernelDeath" if n == "nbgrader.preprocessors.Execute" else n
         for n in names
     ]

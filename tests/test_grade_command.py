@@ -18,8 +18,8 @@ import nbformat
 import pytest
 from grading_harness import BIN, ROOT, cell, exercise_names, graded_points, nbgrader_meta, solved
 
-from seqlab import autograde
-from seqlab.cli import main
+from seqlab.grading import autograde
+from seqlab.grading.cli import main
 
 pytestmark = pytest.mark.xdist_group("grade-command")
 

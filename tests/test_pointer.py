@@ -4,7 +4,7 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from seqlab.data import BOS_ID, EOS_ID, UNK_ID
+from seqlab.padding import BOS_ID, EOS_ID, UNK_ID, lengths_to_mask
 from seqlab.pointer import EPSILON, PointerGenerator, coverage_loss, final_distribution, pointer_loss
 
 V = 6
@@ -118,6 +118,8 @@ def test_out_of_vocabulary_inputs_are_read_as_unk():
 class Batch:
     src, src_lengths, tgt_in = SRC, LENGTHS, TGT_IN
     tgt_out = torch.tensor([[6, 4, EOS_ID], [7, EOS_ID, 0]])  # row 2 wants OOV id 7, absent from its source
+    src_mask = lengths_to_mask(LENGTHS, 4)
+    tgt_mask = tgt_out != 0
 
 
 def test_loss_is_finite_when_the_target_cannot_be_produced():

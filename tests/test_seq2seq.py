@@ -87,7 +87,7 @@ def test_loss_ignores_padding():
 @pytest.mark.parametrize("cell", ["gru", "lstm"])
 def test_teacher_forced_forward_equals_step_by_step(cell):
     torch.manual_seed(0)
-    model = Seq2Seq(12, 9, embedding_size=5, hidden_size=7, cell=cell, num_layers=2).eval()
+    model = Seq2Seq(12, 9, embedding_size=5, hidden_size=8, cell=cell, num_layers=2).eval()
     tgt_in = torch.tensor([[BOS_ID, 4, 5, 6], [BOS_ID, 7, 8, 0], [BOS_ID, 3, 0, 0]])
     log_probs = model(SRC, LENGTHS, tgt_in)  # (B, T, V)
     assert log_probs.shape == (3, 4, 9)
@@ -101,7 +101,7 @@ def test_teacher_forced_forward_equals_step_by_step(cell):
 @pytest.mark.parametrize("cell", ["rnn", "gru", "lstm"])
 def test_beam_size_one_equals_greedy(cell):
     torch.manual_seed(1)
-    model = Seq2Seq(12, 9, embedding_size=5, hidden_size=7, cell=cell)
+    model = Seq2Seq(12, 9, embedding_size=5, hidden_size=8, cell=cell)
     greedy = model.greedy_decode(SRC, LENGTHS, max_len=6)
     beam = model.beam_search(SRC, LENGTHS, max_len=6, beam_size=1)
     assert torch.equal(beam[:, : greedy.shape[1]], greedy)
@@ -109,7 +109,7 @@ def test_beam_size_one_equals_greedy(cell):
 
 def test_beam_search_returns_hypotheses_in_score_order_with_true_scores():
     torch.manual_seed(2)
-    model = Seq2Seq(12, 9, embedding_size=5, hidden_size=7)
+    model = Seq2Seq(12, 9, embedding_size=5, hidden_size=8)
     _, hypotheses = model.beam_search(SRC, LENGTHS, max_len=5, beam_size=4, return_hypotheses=True)
     for row, hyps in enumerate(hypotheses):
         scores = [h.score for h in hyps]

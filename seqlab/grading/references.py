@@ -1,8 +1,4 @@
-"""Helpers for the autograded exercises' test cells.
-
-nbgrader grades a test cell by what it leaves behind: an error or anything written to stderr scores 0,
-a silent run scores full marks. So these helpers raise ``AssertionError`` with a message that tells
-the student what to fix, and never warn or print.
+"""Switching reference implementations off while a hidden test runs the student's code.
 
 Hidden tests must not reward a student who hands the work to a reference implementation (seqlab's
 own, or torch's). :func:`disabled` switches such references off while the student's code runs::
@@ -18,8 +14,6 @@ import inspect
 import pkgutil
 import types
 
-import torch
-
 __all__ = [
     "ATTENTION_OPTIONAL_REFERENCES",
     "ATTENTION_REFERENCES",
@@ -33,9 +27,7 @@ __all__ = [
     "LSTM_REFERENCES",
     "POINTER_REFERENCES",
     "SCORER_REFERENCES",
-    "check_tensor",
     "disabled",
-    "split_directions",
 ]
 
 # What an LSTM exercise must not delegate to. ``disabled`` raises if one of these does not exist.
@@ -77,8 +69,8 @@ BIDIRECTIONAL_OPTIONAL_REFERENCES = (
 # Exercise 3 (Seq2Seq): the decoder step must be written from the decoder's submodules (embedding,
 # rnn, output), which stay on; the decoder's own forward and step are off.
 DECODER_REFERENCES = (
-    "seqlab.seq2seq.ContextDecoder.forward",
-    "seqlab.seq2seq.ContextDecoder.step",
+    "seqlab.decoder.ContextDecoder.forward",
+    "seqlab.decoder.ContextDecoder.step",
     "seqlab.seq2seq.Seq2Seq.forward",
     "seqlab.seq2seq.Seq2Seq.decode_step",
 )
@@ -176,7 +168,7 @@ def _raising_code(target: str) -> types.CodeType:
     """
     source = (
         "def disabled_reference(*args, **kwargs):\n"
-        f"    raise __import__('seqlab.grading').grading.DisabledError({_message(target)!r})\n"
+        f"    raise __import__('seqlab.grading.references', fromlist=['_']).DisabledError({_message(target)!r})\n"
     )
     namespace: dict = {}
     exec(compile(source, f"<disabled {target}>", "exec"), namespace)
@@ -264,48 +256,3 @@ def disabled(*targets: str, optional=()):
     finally:
         for restore in reversed(undo):
             restore()
-
-
-def check_tensor(name: str, value, shape: tuple, dtype: torch.dtype | None = None) -> None:
-    """Raise ``AssertionError`` unless ``value`` is a tensor of exactly this shape (and dtype).
-
-    Checking the type first means an object that merely compares equal to everything earns nothing.
-    """
-    if not isinstance(value, torch.Tensor):
-        raise AssertionError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
-    if tuple(value.shape) != tuple(shape):
-        raise AssertionError(f"{name} must have shape {tuple(shape)}, got {tuple(value.shape)}")
-    if dtype is not None and value.dtype != dtype:
-        raise AssertionError(f"{name} must have dtype {dtype} (the dtype of the inputs), got {value.dtype}")
-
-
-def split_directions(rnn: torch.nn.Module) -> tuple:
-    """Two one-directional copies of a one-layer bidirectional ``torch.nn.RNN``, ``GRU`` or ``LSTM``.
-
-    The forward copy holds the parameters ``*_l0`` of ``rnn``, the backward copy ``*_l0_reverse``, renamed
-    to ``*_l0`` (copied, not shared); both have ``rnn``'s class, sizes, ``batch_first``, device and dtype.
-    Run the backward copy on each sequence reversed within its length and it gives what ``rnn``'s
-    backward direction gives on a packed batch.
-
-    Returns:
-        ``(forward_rnn, backward_rnn)``.
-
-    Raises:
-        ValueError: ``rnn`` is not a one-layer bidirectional torch.nn recurrent layer.
-    """
-    if not (isinstance(rnn, torch.nn.RNNBase) and rnn.bidirectional and rnn.num_layers == 1):
-        raise ValueError(f"expected a one-layer bidirectional torch.nn.RNN, GRU or LSTM, got {rnn!r}")
-    if getattr(rnn, "proj_size", 0):
-        raise ValueError("an LSTM with proj_size is not supported")
-    options = {"bias": rnn.bias, "batch_first": rnn.batch_first}
-    if isinstance(rnn, torch.nn.RNN):
-        options["nonlinearity"] = rnn.nonlinearity
-    state = rnn.state_dict()
-    halves = []
-    for suffix in ("_l0", "_l0_reverse"):
-        half = type(rnn)(rnn.input_size, rnn.hidden_size, **options).to(rnn.weight_ih_l0)
-        half.load_state_dict(
-            {name[: -len(suffix)] + "_l0": value for name, value in state.items() if name.endswith(suffix)}
-        )
-        halves.append(half.train(rnn.training))
-    return tuple(halves)

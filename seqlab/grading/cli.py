@@ -1,6 +1,6 @@
 """The ``seqlab`` command (``[project.scripts]`` in pyproject.toml).
 
-    seqlab grade PATH      grade an exercise notebook where it is (see seqlab.autograde)
+    seqlab grade PATH      grade an exercise notebook where it is (see seqlab.grading.autograde)
 
 Exit statuses of ``seqlab grade``: 0 full marks; 1 points missing; 2 refused (not a notebook of this
 course, corrupt, another exercise's notebook, no course found); 3 nbgrader failed.
@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from seqlab import autograde
+from seqlab.grading import autograde
 
 GRADE_HELP = """\
 Grade an exercise notebook where it is, as the instructor's autograder would: nbgrader runs the

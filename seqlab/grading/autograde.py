@@ -1,6 +1,6 @@
 """Grade one exercise notebook where it is, with nbgrader, as the instructor's autograder would.
 
-``seqlab grade PATH`` (see :mod:`seqlab.cli`) calls :func:`grade`, which
+``seqlab grade PATH`` (see :mod:`seqlab.grading.cli`) calls :func:`grade`, which
 
 1. reads the notebook and refuses, with a :class:`Refused` that says why, a file that is not a
    notebook, a corrupt notebook, a notebook of no exercise of this course, and a notebook of another
@@ -322,7 +322,7 @@ def _run_nbgrader(course: Path, exercise: str, notebook: Path, timeout, log) -> 
     """Run :func:`_nbgrader_steps` in a fresh Python: nbgrader's output (and the kernel's) is captured."""
     bin_dir = str(Path(sys.executable).parent)  # nbgrader runs `alembic` as a program
     env = dict(os.environ, PATH=bin_dir + os.pathsep + os.environ.get("PATH", ""), PYTHONDONTWRITEBYTECODE="1")
-    command = [sys.executable, "-m", "seqlab.autograde", str(course), exercise, str(notebook.resolve())]
+    command = [sys.executable, "-m", "seqlab.grading.autograde", str(course), exercise, str(notebook.resolve())]
     command += [str(timeout)] if timeout else []
     done = subprocess.run(command, cwd=course, env=env, capture_output=True, text=True)
     if log is not None:

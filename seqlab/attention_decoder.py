@@ -1,0 +1,93 @@
+"""The attention decoder of Bahdanau, Cho and Bengio (2015) (chapter 4).
+
+Instead of one context vector for the whole output, the decoder computes a fresh one at every step by
+attending over all encoder states. In chapter 4's notation, with encoder states h^1..h^S and decoder
+states z^0, z^1, ...::
+
+    u_i^t = score(z^t, h^i)                      e.g. vᵀ tanh(W_1 h^i + W_2 z^t)
+    α^t   = masked_softmax(u^t)                  over the real source positions
+    c^t   = Σ_i α_i^t h^i
+    z^{t+1} = cell([embed(y_t); c^t], z^t)       the context is the cell's input
+    P(y_{t+1} | y_≤t, x) = softmax(W_out [z^{t+1}; c^t; embed(y_t)])
+
+The loop runs z^0 → c^0 → z^1 → c^1 → ...: the previous decoder state is the query.
+"""
+
+import torch
+from torch import Tensor, nn
+
+from seqlab.attention import Attention
+from seqlab.checks import check_shape
+from seqlab.decoder import ContextDecoder
+from seqlab.rnn import hidden_state
+
+
+class AttentionDecoder(nn.Module):
+    """A recurrent decoder that attends over the encoder states at every step.
+
+    It is chapter 3's :class:`~seqlab.decoder.ContextDecoder`, which reads a context vector at every
+    step, with one change: the context is no longer fixed, it is recomputed by attention before each
+    step, with the previous decoder state as the query.
+
+    Args:
+        vocab_size: target vocabulary size V.
+        embedding_size: size E of the target embeddings.
+        hidden_size: size H of the decoder state (the attention query).
+        memory_size: size M of each encoder state (the keys and values).
+        scorer: a scorer module of :mod:`seqlab.attention`.
+        cell: ``"rnn"``, ``"lstm"`` or ``"gru"``.
+        num_layers: stacked layers L; the top layer's state is the query.
+        dropout: dropout on the embeddings and before the output layer.
+
+    Shape:
+        - ``step(prev_tokens (B,), state, memory (B, S, M), mask (B, S), prepared_keys)`` →
+          ``(log_probs (B, V), state, weights (B, S))``; state ``(L, B, H)`` (LSTM: a pair).
+        - ``forward(tgt_in (B, T), state, memory, mask)`` → ``(log_probs (B, T, V), state, weights (B, T, S))``:
+          the steps one after the other, returned in the same order as ``step``'s.
+
+    Taught in chapter 4.
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        embedding_size: int,
+        hidden_size: int,
+        memory_size: int,
+        scorer: nn.Module,
+        cell: str = "gru",
+        num_layers: int = 1,
+        dropout: float = 0.0,
+    ):
+        super().__init__()
+        self.memory_size = memory_size
+        self.attention = Attention(scorer)
+        # Embedding, recurrent cell reading [embed(y); context], output layer: all as in chapter 3.
+        self.context_decoder = ContextDecoder(
+            vocab_size, embedding_size, hidden_size, memory_size, cell, num_layers, dropout
+        )
+
+    def query(self, state) -> Tensor:
+        """The attention query: the top layer's hidden state, ``(B, H)``."""
+        return hidden_state(state)[-1]
+
+    def step(self, prev_tokens: Tensor, state, memory: Tensor, mask: Tensor, prepared_keys: Tensor) -> tuple:
+        """One decoder step. Returns ``log_probs (B, V)``, the new state, and ``weights (B, S)``."""
+        # 1) attend: the previous state queries every encoder state
+        context, weights = self.attention(
+            self.query(state).unsqueeze(1), memory, memory, mask, prepared_keys=prepared_keys
+        )  # (B, 1, M), (B, 1, S)
+        # 2) and 3) update the state from the previous token and the context, predict the next token
+        log_probs, state = self.context_decoder.step(prev_tokens, state, context.squeeze(1))  # (B, V)
+        return log_probs, state, weights.squeeze(1)
+
+    def forward(self, tgt_in: Tensor, state, memory: Tensor, mask: Tensor) -> tuple:
+        check_shape("tgt_in", tgt_in, ("B", "T"))
+        check_shape("memory", memory, (tgt_in.shape[0], "S", self.memory_size))
+        prepared_keys = self.attention.scorer.prepare_keys(memory)  # once per source, not once per step
+        all_log_probs, all_weights = [], []
+        for t in range(tgt_in.shape[1]):  # the query depends on the previous step: no shortcut over time
+            log_probs, state, weights = self.step(tgt_in[:, t], state, memory, mask, prepared_keys)
+            all_log_probs.append(log_probs)
+            all_weights.append(weights)
+        return torch.stack(all_log_probs, dim=1), state, torch.stack(all_weights, dim=1)  # (B, T, V), (B, T, S)

@@ -1,0 +1,81 @@
+"""The recurrent decoder that reads a context vector at every step (chapter 3; reused in chapter 4).
+
+At step t it reads the previous target token and a context vector c, updates its state, and scores
+the next token::
+
+    z_t = cell([embed(y_{t-1}); c], z_{t-1})
+    P(y_t | y_<t, x) = softmax(W_out [z_t; c; embed(y_{t-1})] + b_out)
+
+Chapter 3's Seq2Seq gives it the same c at every step; chapter 4's attention decoder computes a fresh
+c before each step and hands it to this decoder.
+"""
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from seqlab.checks import check_shape
+from seqlab.rnn import CELLS, TORCH_LAYERS
+
+
+class ContextDecoder(nn.Module):
+    """A recurrent decoder that reads a fixed context vector at every step.
+
+    Args:
+        vocab_size: target vocabulary size V.
+        embedding_size: size E of the target embeddings.
+        hidden_size: size H of the decoder state.
+        context_size: size C of the context vector.
+        cell: ``"rnn"``, ``"lstm"`` or ``"gru"``.
+        num_layers: stacked layers L.
+        dropout: dropout on the embeddings and before the output layer.
+
+    Shape:
+        - ``forward(tgt_in (B, T), state, context (B, C)) -> (log_probs (B, T, V), state)``,
+          state ``(L, B, H)`` (LSTM: a pair).
+        - ``step(prev_tokens (B,), state, context) -> (log_probs (B, V), state)``: the same with T = 1.
+
+    Teacher forcing is why ``forward`` can take the whole target at once: the decoder's input at step
+    t is the *true* token y_{t-1}, known in advance, so the fused RNN runs over all steps in one call.
+
+    Taught in chapter 3.
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        embedding_size: int,
+        hidden_size: int,
+        context_size: int,
+        cell: str = "gru",
+        num_layers: int = 1,
+        dropout: float = 0.0,
+    ):
+        super().__init__()
+        if cell not in CELLS:
+            raise ValueError(f"cell must be one of {CELLS}, got {cell!r}")
+        self.context_size = context_size
+        self.embedding = nn.Embedding(vocab_size, embedding_size, padding_idx=0)
+        self.dropout = nn.Dropout(dropout)
+        self.rnn = TORCH_LAYERS[cell](
+            embedding_size + context_size,
+            hidden_size,
+            num_layers=num_layers,
+            batch_first=True,
+            dropout=dropout if num_layers > 1 else 0.0,
+        )
+        self.output = nn.Linear(hidden_size + context_size + embedding_size, vocab_size)
+
+    def forward(self, tgt_in: Tensor, state, context: Tensor) -> tuple:
+        check_shape("tgt_in", tgt_in, ("B", "T"))
+        check_shape("context", context, (tgt_in.shape[0], self.context_size))
+        T = tgt_in.shape[1]
+        embedded = self.dropout(self.embedding(tgt_in))  # (B, T, E)
+        repeated_context = context.unsqueeze(1).expand(-1, T, -1)  # (B, T, C)
+        outputs, state = self.rnn(torch.cat([embedded, repeated_context], dim=2), state)  # (B, T, H)
+        features = torch.cat([self.dropout(outputs), repeated_context, embedded], dim=2)  # (B, T, H+C+E)
+        return F.log_softmax(self.output(features), dim=-1), state  # (B, T, V)
+
+    def step(self, prev_tokens: Tensor, state, context: Tensor) -> tuple:
+        log_probs, state = self.forward(prev_tokens.unsqueeze(1), state, context)  # (B, 1, V)
+        return log_probs.squeeze(1), state  # (B, V)
