@@ -32,10 +32,10 @@ book: env
 	@echo "The book is built. Open it: file://$(CURDIR)/_build/html/index.html"
 
 lint: env
-	$(BIN)/ruff check seqlab tests
+	$(BIN)/ruff check
 
 test: lint
-	$(BIN)/python -m pytest -n 2 --dist loadfile --durations=25 tests book solutions --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg
+	$(BIN)/python -m pytest -n 2 --dist loadfile --durations=25 --doctest-modules seqlab tests book solutions --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg
 
 release: env
 	for dir in solutions/*/; do $(BIN)/nbgrader generate_assignment "$$(basename "$$dir")" --force || exit 1; done

@@ -3,8 +3,8 @@
 The task (:func:`seqlab.data.memory_task`): a sequence starts with one of ``n_symbols`` signal
 tokens, followed by ``lag`` random distractor tokens; the label is the signal. To answer, a recurrent
 network must carry one token across ``lag`` steps of noise, and the gradient that teaches it to do so
-must travel back the same distance. A plain RNN's gradient shrinks geometrically on the way; gated cells (LSTM, GRU) have a
-path along which it need not.
+must travel back the same distance. A plain RNN's gradient shrinks geometrically on the way; gated
+cells (LSTM, GRU) have a path along which it need not.
 
 The experiments train torch.nn's fused layers, which hold exactly the parameters of seqlab.rnn's
 (chapter 1 checks that both give the same outputs) but run in C++: the from-scratch layers are for
@@ -104,7 +104,7 @@ def train_on_memory_task(
     generator = torch.Generator().manual_seed(seed + 1)
     model = LastStateClassifier(kind, n_symbols + n_distractors, n_symbols, **model_kwargs).to(device)
 
-    def batches(epoch):
+    def batches(_epoch):  # every batch is new: the epoch number changes nothing
         for _ in range(steps):
             yield memory_task(batch_size, lag, n_symbols, n_distractors, generator)
 

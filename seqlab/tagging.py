@@ -78,7 +78,7 @@ def train_tagger(
     """
     generator = torch.Generator().manual_seed(seed)
 
-    def batches(epoch):
+    def batches(_epoch):  # the generator gives every epoch a new order
         order = torch.randperm(len(examples), generator=generator).tolist()
         for begin in range(0, len(order), batch_size):
             chunk = [examples[i] for i in order[begin : begin + batch_size]]

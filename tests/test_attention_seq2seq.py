@@ -5,8 +5,8 @@ import torch
 from torch.testing import assert_close
 
 from seqlab.attention import SCORERS
-from seqlab.seq2seq import AttentionSeq2Seq
 from seqlab.padding import BOS_ID
+from seqlab.seq2seq import AttentionSeq2Seq
 
 SRC = torch.tensor([[5, 6, 7, 8, 9], [4, 5, 0, 0, 0], [9, 8, 7, 0, 0]])  # (B, S), padded with 0
 LENGTHS = torch.tensor([5, 2, 3])

@@ -7,12 +7,12 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-import pytest  # noqa: E402
-import torch  # noqa: E402
+import matplotlib.pyplot as plt
+import pytest
+import torch
 
-from seqlab import data  # noqa: E402
-from seqlab.plot import plot_attention  # noqa: E402
+from seqlab import data
+from seqlab.plot import plot_attention
 
 
 def test_heatmap_checks_shapes():

@@ -34,7 +34,7 @@ def test_tag_accuracy_counts_only_real_and_selected_tokens():
     tags = data.Vocab.build([g for _, g in examples])
 
     class Constant(torch.nn.Module):  # always predicts the tag "O"
-        def forward(self, tokens, lengths):
+        def forward(self, tokens, _lengths):
             scores = torch.zeros(*tokens.shape, len(tags))
             scores[..., tags.token_to_id("O")] = 1.0
             return scores

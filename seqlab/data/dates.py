@@ -92,7 +92,7 @@ def date_task(
     Example::
 
         >>> src, tgt = date_task(1, formats=["zh"])[0]
-        >>> join_char_tokens(tgt), "年" in src
+        >>> "".join(tgt), "年" in src
         ('2019-02-15', True)
 
     Used in chapters 3 and 4.

@@ -152,7 +152,7 @@ def _message(target: str) -> str:
 def _raising_stub(target: str):
     message = _message(target)
 
-    def disabled_reference(*args, **kwargs):
+    def disabled_reference(*args, **kwargs):  # noqa: ARG001 (takes any call, to refuse it)
         raise DisabledError(message)
 
     disabled_reference.__qualname__ = disabled_reference.__name__ = f"disabled({target})"
