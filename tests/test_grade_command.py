@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
@@ -268,3 +269,16 @@ def test_make_grade_runs_seqlab_grade():
     assert f'{BIN}/seqlab grade "some notebook.ipynb"' in make("NB=some notebook.ipynb").stdout
     usage = subprocess.run(["make", "-s", "-o", "env", "grade"], cwd=ROOT, capture_output=True, text=True)
     assert usage.returncode != 0 and "usage: make grade NB=" in usage.stderr
+
+
+def test_without_the_grading_extra_the_command_says_what_to_install():
+    # nbformat and nbgrader come with the optional "grading" extra; without them, a clear refusal.
+    code = (
+        "import sys\n"
+        "sys.modules['nbformat'] = None  # as if it were not installed\n"
+        "from seqlab.grading.cli import main\n"
+        "sys.exit(main(['grade', 'anything.ipynb']))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 2, done.stderr
+    assert "seqlab[grading]" in done.stderr and "nbformat" in done.stderr

@@ -10,7 +10,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from seqlab.grading import autograde
+try:
+    from seqlab.grading import autograde
+except ModuleNotFoundError as missing:  # nbgrader and nbformat come with the optional "grading" extra
+    autograde, GRADING_MISSING = None, missing.name
 
 GRADE_HELP = """\
 Grade an exercise notebook where it is, as the instructor's autograder would: nbgrader runs the
@@ -50,6 +53,13 @@ def _tests(exercise: str, hidden_tests: bool) -> str:
 
 
 def grade_command(args) -> int:
+    if autograde is None:
+        print(
+            f"seqlab grade needs nbgrader, which this environment lacks (no module {GRADING_MISSING!r}): "
+            "install the course environment (make test) or pip install 'seqlab[grading]'",
+            file=sys.stderr,
+        )
+        return 2
     def announce(exercise, hidden_tests):
         print(f"Grading {args.notebook}: exercise {exercise}, with {_tests(exercise, hidden_tests)}.\n", flush=True)
 
