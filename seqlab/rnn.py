@@ -333,19 +333,20 @@ class _LayerBase(nn.Module):
             ``(B, S, H)`` outputs (zero at padded steps) and the tuple of final states.
         """
         _, weight_hh, _, bias_hh = weights
-        S = gates_x.shape[1]
-        outputs = [None] * S
-        for t in reversed(range(S)) if reverse else range(S):
-            new_state = self._step(gates_x[:, t], state, weight_hh, bias_hh)
-            if mask is None:
+        # unbind, not gates_x[:, t]: the backward of an index fills a whole (B, S, G) tensor at every step.
+        steps = gates_x.unbind(1)  # S tensors (B, G)
+        real = None if mask is None else mask.unsqueeze(2).unbind(1)  # S tensors (B, 1)
+        outputs = [None] * len(steps)
+        for t in reversed(range(len(steps))) if reverse else range(len(steps)):
+            new_state = self._step(steps[t], state, weight_hh, bias_hh)
+            if real is None:
                 state = new_state
                 outputs[t] = new_state[0]
             else:
                 # A padded step keeps the old state, so the final state is the one at the last real
                 # step, and the backward direction starts from its initial state at the last real token.
-                m = mask[:, t].unsqueeze(1)  # (B, 1)
-                state = tuple(torch.where(m, new, old) for new, old in zip(new_state, state))
-                outputs[t] = new_state[0] * m  # zero output at padded steps
+                state = tuple(torch.where(real[t], new, old) for new, old in zip(new_state, state))
+                outputs[t] = torch.where(real[t], new_state[0], 0.0)  # zero at padded steps, even after inf or NaN
         return torch.stack(outputs, dim=1), state  # (B, S, H)
 
     def forward(self, input: Tensor, state=None, lengths=None):
