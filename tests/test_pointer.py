@@ -2,10 +2,18 @@
 
 import pytest
 import torch
+from test_decoder_references import coverage_attend, stacked_step
 from torch.testing import assert_close
 
 from seqlab.padding import BOS_ID, EOS_ID, UNK_ID, lengths_to_mask
-from seqlab.pointer import EPSILON, PointerGenerator, coverage_loss, final_distribution, pointer_loss
+from seqlab.pointer import (
+    EPSILON,
+    CoverageAttention,
+    PointerGenerator,
+    coverage_loss,
+    final_distribution,
+    pointer_loss,
+)
 
 V = 6
 
@@ -85,6 +93,45 @@ def test_coverage_loss_counts_only_earlier_steps_and_respects_the_mask():
     assert_close(losses[2], torch.tensor(min(0.2, 1.4) + min(0.2, 0.6)))  # position 3 is padding: ignored
 
 
+def test_coverage_attention_matches_see_et_al_eq_11_with_padding():
+    """e_i = vᵀ tanh(W_h h_i + W_s z + w_c c_i + b) over the real positions, with a coverage that is not
+    zero (padded positions included) and padded memory that holds noise rather than zeros."""
+    torch.manual_seed(0)
+    attention = CoverageAttention(query_size=7, memory_size=6, hidden_size=5).double()
+    lengths = torch.tensor([5, 2, 3])
+    mask = lengths_to_mask(lengths, 5)  # (B, S)
+    query, memory = torch.randn(3, 7, dtype=torch.double), torch.randn(3, 5, 6, dtype=torch.double)
+    coverage = torch.rand(3, 5, dtype=torch.double) * 2  # (B, S), earlier steps' attention summed
+    context, weights = attention(query, memory, mask, attention.scorer.prepare_keys(memory), coverage)
+    expected_context, expected_weights = coverage_attend(attention, query, memory, lengths, coverage)
+    assert_close(weights, expected_weights)
+    assert_close(context, expected_context)
+    assert (weights[~mask] == 0).all()
+
+
+def reference_pointer_run(model, src, src_lengths, tgt_in):
+    """The pointer-generator's teacher-forced loop, from See et al.'s equations and the model's parameters
+    (the encoder and the bridge are the model's own: chapter 2's tests check them)."""
+    start = model.start_decoding(src, src_lengths)
+    memory, hidden, n_oov = start["memory"], start["hidden"], max(0, int(src.max()) - V + 1)
+    coverage = torch.zeros(src.shape, dtype=memory.dtype)  # (B, S)
+    steps = []
+    for t in range(tgt_in.shape[1]):
+        seen = coverage if model.coverage_weight > 0 else torch.zeros_like(coverage)  # coverage off: zeros
+        context, attn = coverage_attend(model.attention, hidden[-1], memory, src_lengths, seen)
+        prev = tgt_in[:, t].masked_fill(tgt_in[:, t] >= V, UNK_ID)  # an OOV is read as <unk>
+        embedded = model.embedding.weight[prev]  # (B, E)
+        z, hidden = stacked_step(model.rnn, torch.cat([embedded, context], dim=1), hidden)
+        features = torch.cat([z, context, embedded], dim=1)  # [z_new; context; embed(y)]
+        logits = features @ model.output.weight.T + model.output.bias
+        vocab_probs = logits.exp() / logits.exp().sum(dim=1, keepdim=True)
+        p_gen = torch.sigmoid(features @ model.switch.weight.T + model.switch.bias)  # (B, 1)
+        probs = naive_final_distribution(vocab_probs, attn, p_gen, src, n_oov)
+        steps.append({"probs": probs, "attn": attn, "p_gen": p_gen[:, 0], "coverage": coverage})
+        coverage = coverage + attn
+    return {key: torch.stack([step[key] for step in steps], dim=1) for key in steps[0]}
+
+
 def small_model(coverage_weight=0.0):
     torch.manual_seed(0)
     return PointerGenerator(vocab_size=V, embedding_size=4, hidden_size=8, coverage_weight=coverage_weight).eval()
@@ -103,6 +150,15 @@ def test_model_outputs_distributions_over_the_extended_vocabulary():
     assert (out["attn"][1, :, 2:] == 0).all()  # padding gets no attention
     assert_close(out["coverage"][:, 1:], out["attn"].cumsum(1)[:, :-1])  # coverage = earlier steps' sum
     assert (out["coverage"][:, 0] == 0).all()
+
+
+@pytest.mark.parametrize("coverage_weight", [0.0, 1.0])
+def test_teacher_forced_run_matches_a_loop_written_from_the_equations(coverage_weight):
+    model = small_model(coverage_weight).double()
+    out = model.forward_with_details(SRC, LENGTHS, TGT_IN)  # TGT_IN reads OOV word 6 as <unk>
+    expected = reference_pointer_run(model, SRC, LENGTHS, TGT_IN)
+    for key in ("probs", "attn", "p_gen", "coverage"):
+        assert_close(out[key], expected[key], msg=lambda m, key=key: f"{key}: {m}")
 
 
 def test_out_of_vocabulary_inputs_are_read_as_unk():
@@ -137,13 +193,56 @@ def test_coverage_weight_adds_the_coverage_loss():
     model = small_model()
     without = pointer_loss(model, Batch)
     model.enable_coverage(2.0)
-    assert pointer_loss(model, Batch) > without
+    loss = pointer_loss(model, Batch)
+    assert loss > without
+    # By hand: -log P(target) and 2 · Σ_i min(a_i, c_i) over the real positions, both averaged over the
+    # real target tokens.
+    out = model.forward_with_details(SRC, LENGTHS, TGT_IN)
+    nll, overlap, n_tokens = 0.0, 0.0, 0
+    for b in range(2):
+        for t in range(3):
+            target = int(Batch.tgt_out[b, t])
+            if target == 0:
+                continue
+            n_tokens += 1
+            nll -= out["probs"][b, t, target].clamp_min(EPSILON).log()
+            for i in range(int(LENGTHS[b])):
+                overlap += min(out["attn"][b, t, i], out["coverage"][b, t, i])
+    assert_close(loss, (nll + 2.0 * overlap) / n_tokens)
 
 
 @pytest.mark.parametrize("coverage_weight", [0.0, 1.0])
-def test_beam_size_one_equals_greedy_and_can_emit_oov_ids(coverage_weight):
+def test_beam_size_one_equals_greedy(coverage_weight):
     model = small_model(coverage_weight)
     greedy = model.greedy_decode(SRC, LENGTHS, max_len=6)
     beam = model.beam_search(SRC, LENGTHS, max_len=6, beam_size=1)
-    assert torch.equal(beam[:, : greedy.shape[1]], greedy)
+    assert beam.shape == greedy.shape  # a beam that runs on past eos is longer
+    assert torch.equal(beam, greedy)
     assert int(greedy.max()) < V + 2
+
+
+OOV_SRC = torch.tensor([[6, 7, 6, 8], [4, 7, 0, 0]])  # row 1: OOV words only; row 2: word 4 and OOV 7
+OOV_LENGTHS = torch.tensor([4, 2])
+
+
+@pytest.mark.parametrize("coverage_weight", [0.0, 1.0])
+def test_a_model_that_must_copy_writes_its_sources_out_of_vocabulary_words(coverage_weight):
+    model = small_model(coverage_weight)
+    with torch.no_grad():
+        model.switch.bias.fill_(-40.0)  # p_gen = σ(... - 40) ≈ 0: the model copies
+    greedy = model.greedy_decode(OOV_SRC, OOV_LENGTHS, max_len=5)
+    assert greedy.shape == (2, 5)  # eos is a vocabulary word, which a copying model does not write
+    assert int(greedy.max()) < V + 3
+    assert (greedy[0] >= V).all()  # out-of-vocabulary ids: only copying reaches them
+    for row in range(2):  # each row copies its own source's words (row 2 never writes 6 or 8)
+        assert set(greedy[row].tolist()) <= set(OOV_SRC[row, : OOV_LENGTHS[row]].tolist())
+    # Each step copies the source word with the most attention, its positions' weights summed.
+    tgt_in = torch.cat([torch.full((2, 1), BOS_ID), greedy[:, :-1]], dim=1)
+    attn = model.forward_with_details(OOV_SRC, OOV_LENGTHS, tgt_in)["attn"]  # (B, T, S)
+    for row in range(2):
+        for t in range(5):
+            mass = {}
+            for word, weight in zip(OOV_SRC[row].tolist(), attn[row, t].tolist()):
+                mass[word] = mass.get(word, 0.0) + weight  # padding (id 0) has weight 0: never the most
+            assert int(greedy[row, t]) == max(mass, key=mass.get)
+    assert torch.equal(model.beam_search(OOV_SRC, OOV_LENGTHS, max_len=5, beam_size=1), greedy)

@@ -4,6 +4,7 @@ import math
 
 import pytest
 import torch
+from test_decoder_references import context_decoder_run
 from torch.testing import assert_close
 
 from seqlab.data import BOS_ID, EOS_ID, PAD_ID
@@ -85,17 +86,25 @@ def test_loss_ignores_padding():
 
 
 @pytest.mark.parametrize("cell", ["gru", "lstm"])
-def test_teacher_forced_forward_equals_step_by_step(cell):
+def test_teacher_forcing_and_stepping_match_a_loop_written_from_the_equations(cell):
     torch.manual_seed(0)
-    model = Seq2Seq(12, 9, embedding_size=5, hidden_size=8, cell=cell, num_layers=2).eval()
+    model = Seq2Seq(12, 9, embedding_size=5, hidden_size=8, cell=cell, num_layers=2).double().eval()
     tgt_in = torch.tensor([[BOS_ID, 4, 5, 6], [BOS_ID, 7, 8, 0], [BOS_ID, 3, 0, 0]])
+    context, initial = model.encode(SRC, LENGTHS)  # (B, H), (L, B, H)
+    expected, expected_state = context_decoder_run(model.decoder, tgt_in, initial, context)  # (B, T, V)
+    # Teacher forcing: the whole target in one call of the fused RNN.
     log_probs = model(SRC, LENGTHS, tgt_in)  # (B, T, V)
     assert log_probs.shape == (3, 4, 9)
-    assert_close(log_probs.exp().sum(-1), torch.ones(3, 4))
+    assert_close(log_probs.exp().sum(-1), torch.ones(3, 4, dtype=torch.double))
+    assert_close(log_probs, expected)
+    _, final_state = model.decoder(tgt_in, initial, context)
+    assert_close(final_state, expected_state)
+    # Stepping, as the decoders do: one token at a time through the decoding protocol.
     state = model.start_decoding(SRC, LENGTHS)
     for t in range(4):
         step_log_probs, state = model.decode_step(tgt_in[:, t], state)
-        assert_close(step_log_probs, log_probs[:, t])
+        assert_close(step_log_probs, expected[:, t])
+    assert_close(state["hidden"], expected_state)
 
 
 @pytest.mark.parametrize("cell", ["rnn", "gru", "lstm"])
@@ -104,7 +113,8 @@ def test_beam_size_one_equals_greedy(cell):
     model = Seq2Seq(12, 9, embedding_size=5, hidden_size=8, cell=cell)
     greedy = model.greedy_decode(SRC, LENGTHS, max_len=6)
     beam = model.beam_search(SRC, LENGTHS, max_len=6, beam_size=1)
-    assert torch.equal(beam[:, : greedy.shape[1]], greedy)
+    assert beam.shape == greedy.shape  # a beam that runs on past eos is longer
+    assert torch.equal(beam, greedy)
 
 
 def test_beam_search_returns_hypotheses_in_score_order_with_true_scores():
@@ -114,10 +124,11 @@ def test_beam_search_returns_hypotheses_in_score_order_with_true_scores():
     for row, hyps in enumerate(hypotheses):
         scores = [h.score for h in hyps]
         assert scores == sorted(scores, reverse=True)
-        # Re-score each hypothesis with teacher forcing: the sum of its tokens' log-probabilities.
+        # Re-score each hypothesis with the reference decoder: the sum of its tokens' log-probabilities.
+        context, initial = model.encode(SRC[row : row + 1], LENGTHS[row : row + 1])
         for h in hyps:
             tgt_in = torch.tensor([[BOS_ID] + h.tokens[:-1]])
-            log_probs = model(SRC[row : row + 1], LENGTHS[row : row + 1], tgt_in)[0]  # (T, V)
+            log_probs = context_decoder_run(model.decoder, tgt_in, initial, context)[0][0]  # (T, V)
             rescored = log_probs.gather(1, torch.tensor(h.tokens).unsqueeze(1)).sum().item()
             assert math.isclose(h.score, rescored, rel_tol=1e-4, abs_tol=1e-4)
 
