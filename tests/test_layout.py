@@ -81,15 +81,15 @@ def test_the_import_graph_has_no_cycle():
 def test_no_import_is_hidden_in_a_function_or_a_module_getattr():
     for name, path in MODULES.items():
         tree = ast.parse(path.read_text(), str(path))
-        top_level = {id(node) for node in tree.body}
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import | ast.ImportFrom) and id(node) not in top_level:
-                names = [alias.name for alias in node.names]
-                module = getattr(node, "module", None) or ""
-                if module.startswith("seqlab") or any(n.startswith("seqlab") for n in names):
-                    pytest.fail(f"{name}: a seqlab import inside a function (line {node.lineno}), hiding a dependency")
-            if isinstance(node, ast.FunctionDef) and node.name == "__getattr__" and id(node) in top_level:
-                pytest.fail(f"{name}: a module __getattr__ (line {node.lineno}) hides where names come from")
+        functions = [node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)]
+        for function in functions:
+            if function.name == "__getattr__" and function in tree.body:
+                pytest.fail(f"{name}: a module __getattr__ (line {function.lineno}) hides where names come from")
+            for node in ast.walk(function):
+                if isinstance(node, ast.Import | ast.ImportFrom):
+                    names = [getattr(node, "module", None) or ""] + [alias.name for alias in node.names]
+                    if any(n.startswith("seqlab") for n in names):
+                        pytest.fail(f"{name}: a seqlab import inside {function.name}() (line {node.lineno})")
 
 
 def test_only_grading_imports_grading():
