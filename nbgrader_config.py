@@ -34,6 +34,9 @@ c.ClearOutput.remove_metadata_fields = {"collapsed", "scrolled", "execution"}
 # goes on with the next cell (the kernel is interrupted, not restarted).
 c.Execute.timeout = 60
 c.Execute.interrupt_on_timeout = True
+# Once the last cell has run, the kernel is stopped at once: a graceful shutdown waits for torch's
+# teardown, about two seconds a notebook, and nothing the kernel does after the last cell is graded.
+c.Execute.shutdown_kernel = "immediate"
 # Test cells ("autograded tests") are locked: before grading, nbgrader restores an edited test cell
 # (source and points) from the gradebook, and with this a deleted test cell is added back as well.
 c.OverwriteCells.add_missing_cells = True

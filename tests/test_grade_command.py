@@ -282,3 +282,10 @@ def test_without_the_grading_extra_the_command_says_what_to_install():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 2, done.stderr
     assert "seqlab[grading]" in done.stderr and "nbformat" in done.stderr
+
+
+def test_the_gradebook_is_stamped_with_the_migration_alembic_names():
+    # seqlab grade reads the newest migration in-process instead of running `alembic heads`.
+    import nbgrader.api
+
+    assert autograde.alembic_head() == nbgrader.api.get_alembic_version()

@@ -3,18 +3,21 @@
 nbgrader grades a test cell by what it leaves behind: an error or anything written to stderr scores 0,
 a silent run scores full marks. So these helpers raise ``AssertionError`` with a message that says
 what is wrong, and never warn or print.
-"""
 
-import torch
+torch is imported inside the helpers: the ``seqlab grade`` command imports this package and never
+needs torch, which takes seconds to import.
+"""
 
 __all__ = ["check_tensor", "split_directions"]
 
 
-def check_tensor(name: str, value, shape: tuple, dtype: torch.dtype | None = None) -> None:
+def check_tensor(name: str, value, shape: tuple, dtype=None) -> None:
     """Raise ``AssertionError`` unless ``value`` is a tensor of exactly this shape (and dtype).
 
     Checking the type first means an object that merely compares equal to everything earns nothing.
     """
+    import torch
+
     if not isinstance(value, torch.Tensor):
         raise AssertionError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
     if tuple(value.shape) != tuple(shape):
@@ -23,7 +26,7 @@ def check_tensor(name: str, value, shape: tuple, dtype: torch.dtype | None = Non
         raise AssertionError(f"{name} must have dtype {dtype} (the dtype of the inputs), got {value.dtype}")
 
 
-def split_directions(rnn: torch.nn.Module) -> tuple:
+def split_directions(rnn) -> tuple:
     """Two one-directional copies of a one-layer bidirectional ``torch.nn.RNN``, ``GRU`` or ``LSTM``.
 
     The forward copy holds the parameters ``*_l0`` of ``rnn``, the backward copy ``*_l0_reverse``, renamed
@@ -37,6 +40,8 @@ def split_directions(rnn: torch.nn.Module) -> tuple:
     Raises:
         ValueError: ``rnn`` is not a one-layer bidirectional torch.nn recurrent layer.
     """
+    import torch
+
     if not (isinstance(rnn, torch.nn.RNNBase) and rnn.bidirectional and rnn.num_layers == 1):
         raise ValueError(f"expected a one-layer bidirectional torch.nn.RNN, GRU or LSTM, got {rnn!r}")
     if getattr(rnn, "proj_size", 0):
