@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from seqlab.checks import check_shape
+from seqlab.checks import check_floating, check_mask, check_shape
 
 __all__ = [
     "AdditiveScorer",
@@ -163,6 +163,12 @@ class ScaledDotScorer(DotScorer):
         return super().score(queries, prepared_keys) / math.sqrt(queries.shape[2])  # (B, T, S)
 
 
+def _norm_floor(dtype: torch.dtype) -> float:
+    """The smallest norm that :func:`F.normalize` divides by: 1e-8, or float16's smallest normal number
+    (about 6e-5), since 1e-8 rounds to 0 in float16 and a zero vector would give 0/0 = NaN."""
+    return max(1e-8, torch.finfo(dtype).tiny)
+
+
 class CosineScorer(_Scorer):
     """Cosine-similarity scoring: ``scale · (q · k) / (‖q‖ ‖k‖)``, in ``[-scale, scale]``.
 
@@ -183,11 +189,11 @@ class CosineScorer(_Scorer):
         self.scale = scale
 
     def prepare_keys(self, keys: Tensor) -> Tensor:
-        return F.normalize(keys, dim=-1, eps=1e-8)  # (B, S, D), unit length (zero keys stay zero)
+        return F.normalize(keys, dim=-1, eps=_norm_floor(keys.dtype))  # (B, S, D), unit length (zero keys stay zero)
 
     def score(self, queries: Tensor, prepared_keys: Tensor) -> Tensor:
         _check_same_size(queries, prepared_keys, type(self).__name__)
-        unit_queries = F.normalize(queries, dim=-1, eps=1e-8)  # (B, T, D)
+        unit_queries = F.normalize(queries, dim=-1, eps=_norm_floor(queries.dtype))  # (B, T, D)
         return self.scale * (unit_queries @ prepared_keys.transpose(1, 2))  # (B, T, S)
 
 
@@ -221,21 +227,26 @@ def masked_softmax(scores: Tensor, mask: Tensor | None = None) -> Tensor:
         ``(B, T, S)`` weights: each row sums to 1 over its real keys, is exactly 0 on padded keys, and
         is all zeros (never NaN) when a row has no real key at all.
 
-    Padded scores are replaced by the most negative finite number of the dtype, not by ``-inf``:
-    a row of only ``-inf`` would give 0/0 = NaN. The result is then multiplied by the mask, which
-    zeroes the padded keys exactly (and the all-padding rows entirely). Safe in float16.
+    Padded scores are replaced by ``-inf``, which the softmax turns into exactly 0, even next to a
+    real score as low as the dtype's most negative number (a finite filler would tie with it). A row
+    with no real key would then be all ``-inf``, 0/0 = NaN: such a row gets finite scores instead, and
+    selecting with ``torch.where`` afterwards zeroes it (and every padded key) exactly, in the forward
+    and the backward pass. A real key whose score is already ``-inf`` counts as padding. Safe in float16.
 
     Taught in chapter 4.
     """
     check_shape("scores", scores, ("B", "T", "S"))
+    check_floating("scores", scores)
     if mask is None:
         return torch.softmax(scores, dim=-1)
-    check_shape("mask", mask, (scores.shape[0], scores.shape[2]))
-    if mask.dtype != torch.bool:
-        raise ValueError(f"mask: expected a bool tensor (True at real keys), got {mask.dtype}")
-    keep = mask.unsqueeze(1)  # (B, 1, S): the same keys for every query
-    filled = scores.masked_fill(~keep, torch.finfo(scores.dtype).min)  # (B, T, S)
-    return torch.softmax(filled, dim=-1) * keep  # (B, T, S)
+    check_mask("mask", mask, (scores.shape[0], scores.shape[2]))
+    # 1) the keys that can get weight: real (the same for every query of a row) and not already -inf
+    keep = mask.unsqueeze(1) & (scores != -math.inf)  # (B, T, S)
+    # 2) -inf at the others; a row with nothing to keep softmaxes zeros instead, and is zeroed in 3)
+    filler = torch.where(keep.any(dim=-1, keepdim=True), -math.inf, 0.0).to(scores.dtype)  # (B, T, 1)
+    weights = torch.softmax(torch.where(keep, scores, filler), dim=-1)  # (B, T, S)
+    # 3) exactly 0 on padded keys and on rows without a real key
+    return torch.where(keep, weights, 0.0)  # (B, T, S)
 
 
 class Attention(nn.Module):

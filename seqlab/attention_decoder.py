@@ -17,7 +17,7 @@ import torch
 from torch import Tensor, nn
 
 from seqlab.attention import Attention
-from seqlab.checks import check_shape
+from seqlab.checks import check_not_empty, check_shape, check_token_ids
 from seqlab.decoder import ContextDecoder
 from seqlab.rnn import hidden_state
 
@@ -83,6 +83,8 @@ class AttentionDecoder(nn.Module):
 
     def forward(self, tgt_in: Tensor, state, memory: Tensor, mask: Tensor) -> tuple:
         check_shape("tgt_in", tgt_in, ("B", "T"))
+        check_not_empty("tgt_in", tgt_in, 1, "step (T)")
+        check_token_ids("tgt_in", tgt_in, self.context_decoder.embedding.num_embeddings)  # once, not at every step
         check_shape("memory", memory, (tgt_in.shape[0], "S", self.memory_size))
         prepared_keys = self.attention.scorer.prepare_keys(memory)  # once per source, not once per step
         all_log_probs, all_weights = [], []

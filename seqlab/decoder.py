@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from seqlab.checks import check_shape
+from seqlab.checks import check_not_empty, check_shape, check_token_ids
 from seqlab.rnn import CELLS, TORCH_LAYERS
 
 
@@ -68,7 +68,14 @@ class ContextDecoder(nn.Module):
 
     def forward(self, tgt_in: Tensor, state, context: Tensor) -> tuple:
         check_shape("tgt_in", tgt_in, ("B", "T"))
+        check_not_empty("tgt_in", tgt_in, 1, "step (T)")
+        check_token_ids("tgt_in", tgt_in, self.embedding.num_embeddings)  # before the embedding looks them up
         check_shape("context", context, (tgt_in.shape[0], self.context_size))
+        return self._decode(tgt_in, state, context)
+
+    def _decode(self, tgt_in: Tensor, state, context: Tensor) -> tuple:
+        """:meth:`forward` without its input checks, for :meth:`step`: a decoding loop calls it at every
+        step with the tokens the model itself chose."""
         T = tgt_in.shape[1]
         embedded = self.dropout(self.embedding(tgt_in))  # (B, T, E)
         repeated_context = context.unsqueeze(1).expand(-1, T, -1)  # (B, T, C)
@@ -77,5 +84,5 @@ class ContextDecoder(nn.Module):
         return F.log_softmax(self.output(features), dim=-1), state  # (B, T, V)
 
     def step(self, prev_tokens: Tensor, state, context: Tensor) -> tuple:
-        log_probs, state = self.forward(prev_tokens.unsqueeze(1), state, context)  # (B, 1, V)
+        log_probs, state = self._decode(prev_tokens.unsqueeze(1), state, context)  # (B, 1, V)
         return log_probs.squeeze(1), state  # (B, V)

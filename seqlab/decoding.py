@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from seqlab.checks import check_at_least_one
+from seqlab.checks import check_at_least_one, check_in_range, check_not_empty, check_shape
 from seqlab.device import evaluating
 from seqlab.padding import BOS_ID, EOS_ID, PAD_ID
 from seqlab.rnn import map_state
@@ -138,6 +138,14 @@ def beam_search_one(model, state, max_len: int, beam_size: int, device, length_p
     return finished[:beam_size]
 
 
+def check_decoding_input(src: Tensor, max_len: int) -> None:
+    """What greedy and beam search need before they start: a batch of at least one source, and at
+    least one step to take (the model checks the rest when it encodes the source)."""
+    check_shape("src", src, ("B", "S"))
+    check_not_empty("src", src, 0, "sequence (B)")
+    check_at_least_one("max_len", max_len)
+
+
 class Decodable:
     """Mixin: ``greedy_decode`` and ``beam_search`` from the decoding methods above."""
 
@@ -153,7 +161,7 @@ class Decodable:
             ``(B, T)`` token ids, ``T <= max_len``: each row ends with eos (unless cut off) and is
             padded with 0 after it.
         """
-        check_at_least_one("max_len", max_len)
+        check_decoding_input(src, max_len)
         with evaluating(self):
             state = self.start_decoding(src, src_lengths)
             tokens, _ = greedy_search(self, state, src.shape[0], max_len, src.device)
@@ -183,7 +191,7 @@ class Decodable:
             ``(B, T)`` token ids of each row's best hypothesis (padded with 0), and with
             ``return_hypotheses`` a list of ``B`` lists of :class:`Hypothesis`.
         """
-        check_at_least_one("max_len", max_len)
+        check_decoding_input(src, max_len)
         check_at_least_one("beam_size", beam_size)
         all_hypotheses = []
         with evaluating(self):
@@ -202,7 +210,7 @@ class BigramTable(Decodable, nn.Module):
     is P(next = b | previous = a); rows are normalised. The source is ignored.
 
     Args:
-        table: ``(V, V)`` non-negative weights.
+        table: ``(V, V)`` non-negative finite weights, at least one positive in every row.
 
     Taught in chapter 3.
     """
@@ -211,6 +219,13 @@ class BigramTable(Decodable, nn.Module):
         super().__init__()
         if table.dim() != 2 or table.shape[0] != table.shape[1]:
             raise ValueError(f"table: expected shape (V, V), got {tuple(table.shape)}")
+        check_in_range("table", table, 0)  # weights: finite and non-negative
+        empty_rows = (table.sum(dim=1) == 0).nonzero().flatten().tolist()
+        if empty_rows:
+            raise ValueError(
+                f"table: expected every row to have a positive weight (each previous token needs a next one), "
+                f"got all zeros in rows {empty_rows}"
+            )
         probabilities = table / table.sum(dim=1, keepdim=True)  # (V, V)
         self.register_buffer("log_table", probabilities.clamp(min=1e-12).log())
 

@@ -12,19 +12,17 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from seqlab import rnn
-from seqlab.checks import check_shape
+from seqlab import checks, rnn
+from seqlab.checks import check_not_empty, check_shape, check_token_ids
 from seqlab.rnn import CELLS
 
 
 def check_lengths(src: Tensor, src_lengths: Tensor) -> None:
-    """``src (B, S)`` ids and ``src_lengths (B,)`` with every length in ``[1, S]``."""
+    """``src (B, S)`` with at least one sequence, and ``src_lengths (B,)`` with every length a whole number
+    in ``[1, S]``."""
     check_shape("src", src, ("B", "S"))
-    check_shape("src_lengths", src_lengths, (src.shape[0],))
-    if src_lengths.numel() and (int(src_lengths.min()) < 1 or int(src_lengths.max()) > src.shape[1]):
-        raise ValueError(
-            f"src_lengths must lie in [1, {src.shape[1]}] (the padded length S), got {src_lengths.tolist()}"
-        )
+    check_not_empty("src", src, 0, "sequence (B)")  # torch cannot pack an empty batch
+    checks.check_lengths("src_lengths", src_lengths, src.shape[0], src.shape[1])
 
 
 def per_direction(hidden_size: int, bidirectional: bool) -> int:
@@ -105,6 +103,7 @@ class Encoder(nn.Module):
 
     def forward(self, src: Tensor, src_lengths: Tensor) -> tuple:
         check_lengths(src, src_lengths)
+        check_token_ids("src", src, self.embedding.num_embeddings)  # before the embedding looks them up
         embedded = self.dropout(self.embedding(src))  # (B, S, E)
         if self.from_scratch:
             return self.rnn(embedded, lengths=src_lengths)

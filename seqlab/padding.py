@@ -11,7 +11,7 @@ Models import this small module, never the data generators.
 import torch
 from torch import Tensor
 
-from seqlab.checks import check_shape
+from seqlab.checks import check_shape, check_whole_numbers
 
 PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
 PAD_ID, BOS_ID, EOS_ID, UNK_ID = 0, 1, 2, 3
@@ -35,8 +35,10 @@ def lengths_to_mask(lengths, max_len: int | None = None) -> Tensor:
 
     Taught in chapter 2.
     """
-    lengths = torch.as_tensor(lengths, dtype=torch.long)
+    lengths = torch.as_tensor(lengths)
     check_shape("lengths", lengths, ("B",))
+    check_whole_numbers("lengths", lengths)  # a long dtype alone would round 2.5 down in silence
+    lengths = lengths.long()
     longest = int(lengths.max()) if lengths.numel() else 0
     if lengths.numel() and int(lengths.min()) < 0:
         raise ValueError(f"lengths must not be negative, got {lengths.tolist()}")

@@ -22,7 +22,7 @@ import torch
 from torch import Tensor, nn
 
 from seqlab.attention import AdditiveScorer, masked_softmax
-from seqlab.checks import check_shape
+from seqlab.checks import check_in_range, check_int_at_least, check_mask, check_not_empty, check_shape, check_token_ids
 from seqlab.decoding import Decodable
 from seqlab.padding import PAD_ID, UNK_ID, lengths_to_mask
 from seqlab.seq2seq import encoder_and_bridge
@@ -40,9 +40,9 @@ def final_distribution(vocab_probs: Tensor, attn: Tensor, p_gen: Tensor, src_ext
     Args:
         vocab_probs: ``(B, V)`` the decoder's distribution over its vocabulary (rows sum to 1).
         attn: ``(B, S)`` attention weights over source positions (rows sum to 1; 0 on padding).
-        p_gen: ``(B, 1)`` probability of generating rather than copying.
+        p_gen: ``(B, 1)`` probability of generating rather than copying, in ``[0, 1]``.
         src_ext_ids: ``(B, S)`` long, each source token's id in the extended vocabulary.
-        n_oov: the most out-of-vocabulary words of any example in the batch.
+        n_oov: the most out-of-vocabulary words of any example in the batch (an int ``>= 0``).
 
     Returns:
         ``(B, V + n_oov)`` probabilities; rows sum to 1.
@@ -54,12 +54,20 @@ def final_distribution(vocab_probs: Tensor, attn: Tensor, p_gen: Tensor, src_ext
     check_shape("attn", attn, (B, "S"))
     check_shape("p_gen", p_gen, (B, 1))
     check_shape("src_ext_ids", src_ext_ids, (B, attn.shape[1]))
-    if n_oov < 0:
-        raise ValueError(f"n_oov must be >= 0, got {n_oov}")
+    check_int_at_least("n_oov", n_oov, 0)
+    check_in_range("p_gen", p_gen, 0, 1)  # outside [0, 1], one of the two parts gets a negative weight
+    check_token_ids("src_ext_ids", src_ext_ids)
     if src_ext_ids.numel() and int(src_ext_ids.max()) >= V + n_oov:
         raise ValueError(
             f"src_ext_ids: ids must be < V + n_oov = {V + n_oov}, got {int(src_ext_ids.max())}; is n_oov too small?"
         )
+    return _mix(vocab_probs, attn, p_gen, src_ext_ids, n_oov)
+
+
+def _mix(vocab_probs: Tensor, attn: Tensor, p_gen: Tensor, src_ext_ids: Tensor, n_oov: int) -> Tensor:
+    """:func:`final_distribution` without its input checks, for the decoder's step: it runs at every
+    step on the model's own tensors, which :meth:`PointerGenerator.start_decoding` checks once per source."""
+    B = vocab_probs.shape[0]
     generate = p_gen * vocab_probs  # (B, V)
     extended = torch.cat([generate, generate.new_zeros(B, n_oov)], dim=1)  # (B, V + n_oov)
     # Copying: scatter_add sums the weights of repeated source words onto the same id.
@@ -79,7 +87,7 @@ def coverage_loss(attn: Tensor, coverage: Tensor, mask: Tensor | None = None) ->
         mask: ``(B, S)`` bool, True at real source tokens, or None.
 
     Returns:
-        A scalar: the mean over the batch of each row's sum.
+        A scalar: the mean over the batch of each row's sum (0 for an empty batch).
 
     Taught in chapter 6.
     """
@@ -87,8 +95,10 @@ def coverage_loss(attn: Tensor, coverage: Tensor, mask: Tensor | None = None) ->
     check_shape("coverage", coverage, tuple(attn.shape))
     overlap = torch.minimum(attn, coverage)  # (B, S)
     if mask is not None:
-        check_shape("mask", mask, tuple(attn.shape))
-        overlap = overlap * mask
+        check_mask("mask", mask, tuple(attn.shape))
+        overlap = torch.where(mask, overlap, 0.0)  # (B, S): padded positions count for nothing
+    if attn.shape[0] == 0:
+        return overlap.sum()  # an empty batch has nothing to penalise: 0, not the NaN of an empty mean
     return overlap.sum(dim=1).mean()
 
 
@@ -187,6 +197,8 @@ class PointerGenerator(Decodable, nn.Module):
         return max(0, int(src.max()) - self.vocab_size + 1) if src.numel() else 0
 
     def start_decoding(self, src: Tensor, src_lengths: Tensor) -> dict:
+        check_shape("src", src, ("B", "S"))
+        check_token_ids("src", src)  # extended ids: any id >= V is an out-of-vocabulary word
         memory, final = self.encoder(self.to_unk(src), src_lengths)  # (B, S, H)
         return {
             "memory": memory,
@@ -212,7 +224,7 @@ class PointerGenerator(Decodable, nn.Module):
         vocab_probs = torch.softmax(self.output(features), dim=1)  # (B, V)
         p_gen = torch.sigmoid(self.switch(features))  # (B, 1)
         # 4) mix generating and copying over the extended vocabulary
-        probs = final_distribution(vocab_probs, attn, p_gen, state["src"], state["n_oov"])  # (B, V + n_oov)
+        probs = _mix(vocab_probs, attn, p_gen, state["src"], state["n_oov"])  # (B, V + n_oov): final_distribution
         details = {"attn": attn, "p_gen": p_gen.squeeze(1), "coverage": state["coverage"]}
         new_state = {**state, "hidden": hidden, "coverage": state["coverage"] + attn}
         return probs, new_state, details
@@ -221,6 +233,8 @@ class PointerGenerator(Decodable, nn.Module):
         """Teacher-forced run. Returns ``probs (B, T, V + n_oov)``, ``attn (B, T, S)``, ``p_gen (B, T)``
         and ``coverage (B, T, S)`` (the coverage *before* each step)."""
         check_shape("tgt_in", tgt_in, (src.shape[0], "T"))
+        check_not_empty("tgt_in", tgt_in, 1, "step (T)")
+        check_token_ids("tgt_in", tgt_in)  # extended ids, as src
         state = self.start_decoding(src, src_lengths)
         steps = []
         for t in range(tgt_in.shape[1]):

@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from seqlab.checks import check_shape
+from seqlab.checks import check_at_least_one, check_lengths, check_not_empty, check_shape
 
 __all__ = ["RNNCell", "LSTMCell", "GRUCell", "RNN", "LSTM", "GRU"]
 
@@ -113,6 +113,8 @@ class _CellBase(nn.Module):
 
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True):
         super().__init__()
+        check_at_least_one("input_size", input_size)
+        check_at_least_one("hidden_size", hidden_size)
         self.input_size = input_size
         self.hidden_size = hidden_size
         self.bias = bias
@@ -259,8 +261,11 @@ class _LayerBase(nn.Module):
         super().__init__()
         if not batch_first:
             raise ValueError("seqlab is batch-first throughout: inputs are (B, S, I); batch_first must be True")
-        if num_layers < 1:
-            raise ValueError(f"num_layers must be at least 1, got {num_layers}")
+        check_at_least_one("input_size", input_size)
+        check_at_least_one("hidden_size", hidden_size)
+        check_at_least_one("num_layers", num_layers)
+        if isinstance(dropout, bool) or not isinstance(dropout, int | float) or not 0 <= dropout <= 1:
+            raise ValueError(f"dropout must be a probability in [0, 1], got {dropout!r}")
         self.input_size = input_size
         self.hidden_size = hidden_size
         self.num_layers = num_layers
@@ -298,13 +303,11 @@ class _LayerBase(nn.Module):
 
     def _check_input(self, x: Tensor, lengths) -> Tensor | None:
         check_shape("input", x, ("B", "S", self.input_size))
+        check_not_empty("input", x, 1, "step (S)")  # as torch.nn: a sequence has at least one step
         if lengths is None:
             return None
         lengths = torch.as_tensor(lengths, device=x.device)
-        B, S = x.shape[0], x.shape[1]
-        check_shape("lengths", lengths, (B,))
-        if lengths.numel() and (lengths.min() < 1 or lengths.max() > S):
-            raise ValueError(f"lengths must lie in [1, {S}] (the padded length S), got {lengths.tolist()}")
+        check_lengths("lengths", lengths, x.shape[0], x.shape[1])
         return lengths
 
     def _initial_state(self, x: Tensor, state) -> tuple:
@@ -368,6 +371,8 @@ class _LayerBase(nn.Module):
         mask = None
         if lengths is not None:
             mask = torch.arange(S, device=input.device).unsqueeze(0) < lengths.unsqueeze(1)  # (B, S)
+            # Padded steps are never read: whatever they hold (inf, NaN) reaches no output and no gradient.
+            input = torch.where(mask.unsqueeze(2), input, 0.0)  # (B, S, I)
 
         finals = []  # one tuple of (B, H) states per (layer, direction)
         layer_input = input  # (B, S, I) then (B, S, D*H)

@@ -19,7 +19,7 @@ import torch
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 
-from seqlab.checks import check_shape
+from seqlab.checks import check_shape, check_token_ids
 from seqlab.data.batching import iterate_batches, make_seq2seq_batch
 from seqlab.device import check_model_device, evaluating, model_device
 from seqlab.padding import PAD_ID
@@ -43,9 +43,11 @@ def sequence_nll(log_probs: Tensor, targets: Tensor, pad_id: int = PAD_ID) -> Te
     """
     check_shape("log_probs", log_probs, ("B", "T", "V"))
     check_shape("targets", targets, tuple(log_probs.shape[:2]))
+    check_token_ids("targets", targets, log_probs.shape[2])
     mask = targets != pad_id  # (B, T)
     picked = log_probs.gather(2, targets.unsqueeze(2)).squeeze(2)  # (B, T): log P(target)
-    return -(picked * mask).sum() / mask.sum().clamp(min=1)
+    # where, not a product: a model that masks <pad> gives -inf there, and -inf * 0 is NaN
+    return -torch.where(mask, picked, 0.0).sum() / mask.sum().clamp(min=1)
 
 
 def fit(

@@ -5,6 +5,7 @@ A :class:`Vocab` gives every token an id; ids 0..3 are always ``<pad>``, ``<bos>
 space as the visible :data:`SPACE_TOKEN` so that heatmap labels show it.
 """
 
+import operator
 from collections import Counter
 from collections.abc import Iterable
 
@@ -74,6 +75,7 @@ class Vocab:
 
     def id_to_token(self, token_id: int) -> str:
         """The token with this id; an id outside ``[0, len(vocab))`` is a ``ValueError``."""
+        token_id = _as_id("token_id", token_id)
         if not 0 <= token_id < len(self):
             raise ValueError(f"id {token_id} is outside this vocabulary's range [0, {len(self)})")
         return self._id_to_token[token_id]
@@ -96,7 +98,7 @@ class Vocab:
                 raise ValueError(f"decode expects a 1-D sequence of ids, got shape {tuple(ids.shape)}")
             ids = ids.tolist()
         tokens = []
-        for token_id in ids:
+        for token_id in (_as_id("ids", i) for i in ids):
             if strip_special and token_id == EOS_ID:
                 break
             if strip_special and token_id in (PAD_ID, BOS_ID):
@@ -108,6 +110,17 @@ class Vocab:
         shown = self._id_to_token[len(SPECIAL_TOKENS) : len(SPECIAL_TOKENS) + 8]
         more = ", ..." if len(self) > len(SPECIAL_TOKENS) + len(shown) else ""
         return f"Vocab(size={len(self)}, tokens={shown!r}{more})"
+
+
+def _as_id(name: str, token_id) -> int:
+    """``token_id`` as a Python int (ints, NumPy's and 0-d integer tensors qualify); a float such as 4.0 is a
+    ``ValueError`` that names ``name``."""
+    try:
+        if isinstance(token_id, bool):
+            raise TypeError
+        return operator.index(token_id)
+    except TypeError:
+        raise ValueError(f"{name}: expected integer token ids, got {token_id!r} ({type(token_id).__name__})") from None
 
 
 def build_vocabs(pairs: list[tuple[list[str], list[str]]], min_freq: int = 1) -> tuple[Vocab, Vocab]:

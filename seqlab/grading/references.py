@@ -67,10 +67,12 @@ BIDIRECTIONAL_OPTIONAL_REFERENCES = (
 )
 
 # Exercise 3 (Seq2Seq): the decoder step must be written from the decoder's submodules (embedding,
-# rnn, output), which stay on; the decoder's own forward and step are off.
+# rnn, output), which stay on; the decoder's own forward and step are off, and so is the unchecked
+# computation they share.
 DECODER_REFERENCES = (
     "seqlab.decoder.ContextDecoder.forward",
     "seqlab.decoder.ContextDecoder.step",
+    "seqlab.decoder.ContextDecoder._decode",
     "seqlab.seq2seq.Seq2Seq.forward",
     "seqlab.seq2seq.Seq2Seq.decode_step",
 )
@@ -134,9 +136,11 @@ SCORER_REFERENCES = (
 )
 
 # Exercise 6 (pointer-generator): the final distribution and the coverage loss are written from tensor
-# operations (torch.cat, scatter_add, torch.minimum, sums), which stay on; seqlab's own two are off.
+# operations (torch.cat, scatter_add, torch.minimum, sums), which stay on; seqlab's own two are off, and
+# so is final_distribution's unchecked arithmetic, which the model's step calls.
 POINTER_REFERENCES = (
     "seqlab.pointer.final_distribution",
+    "seqlab.pointer._mix",
     "seqlab.pointer.coverage_loss",
 )
 
