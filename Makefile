@@ -31,8 +31,11 @@ book: env
 	@echo
 	@echo "The book is built. Open it: file://$(CURDIR)/_build/html/index.html"
 
+# ruff over the code and the notebooks; actionlint over .github/workflows/ (an action on a runtime that
+# GitHub's runners no longer have fails here, not on an instructor's first push).
 lint: env
 	$(BIN)/ruff check
+	$(BIN)/actionlint
 
 test: lint
 	$(BIN)/python -m pytest -n 2 --dist loadfile --durations=25 --doctest-modules seqlab tests book solutions --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg
