@@ -1,5 +1,5 @@
-"""Helpers shared by the tests that run nbgrader on a temporary course (round trips, the class cycle,
-the grade command, PostgreSQL): run an nbgrader command, find a cell by grade id, fill a release in
+"""Helpers shared by the tests that run nbgrader on a temporary course (the class cycle, the grade
+command, PostgreSQL): run an nbgrader command, find a cell by grade id, fill a release in
 from the solution notebook.
 
 pytest puts tests/ on sys.path (the folder has no __init__.py), so test files import this module as
@@ -85,11 +85,16 @@ def exercise_names(folder: Path) -> list:
 
 
 def gradebook_scores(db_url: str, assignment: str) -> dict:
-    """``{student: (score, max_score, {grade_id: auto_score})}`` for one assignment, as the gradebook has them."""
+    """``{student: (score, max_score, {grade_id: (auto_score, max_score)})}`` for one assignment, as the
+    gradebook has them."""
     from nbgrader.api import Gradebook
 
     with Gradebook(db_url, course_id="seqlab") as gb:
         return {
-            s.student.id: (s.score, s.max_score, {g.name: g.auto_score for n in s.notebooks for g in n.grades})
+            s.student.id: (
+                s.score,
+                s.max_score,
+                {g.name: (g.auto_score, g.max_score) for n in s.notebooks for g in n.grades},
+            )
             for s in gb.assignment_submissions(assignment)
         }

@@ -1,33 +1,38 @@
 """The instructor's cycle for a class, with nbgrader's own commands and this repository's configuration,
-in a temporary copy of the course: `make release`, students imported, submissions collected into
-submitted/<student>/<exercise>/, autograde, generate_feedback, export to CSV; then release and autograde
-run again, which must neither delete a submission nor change a grade.
+in a temporary copy of the course with a real sqlite gradebook: `make release`, students imported,
+submissions collected into submitted/<student>/<exercise>/, autograde, generate_feedback, export to CSV;
+then release and autograde run again, which must neither delete a submission nor change a grade. Every
+nbgrader command runs here once for the whole class (this file was merged with the former
+test_grading_roundtrip.py, which graded the same kinds of submission in a course of its own).
 
-Each student's expected score is derived from the solution notebook's points, never from an earlier run.
-With ``total`` the exercise's points and ``late`` the points of the test cells below its last answer
-cell (what breaking that answer costs):
+Each student's expected grades are derived from the solution notebook's points, never from an earlier
+run: every test cell either passes (its points) or fails (0), and the gradebook must have each test
+cell out of the solution's points. With ``total`` the exercise's points and ``late`` the test cells
+below its last answer cell (what breaking that answer costs):
 
-| student   | hands in                                                          | expected     |
-|-----------|-------------------------------------------------------------------|--------------|
-| perfect   | every exercise: the solution                                      | total        |
-| always_eq | every exercise: each answer returns an object whose ``__eq__`` is | 0            |
-|           | always True (every test must see through it)                      |              |
-| untouched | one exercise: the release as it was given out                     | 0            |
-| loop      | the first exercise: an infinite loop before the last answer's     | total - late |
-|           | code (graded with a short Execute.timeout)                        |              |
-| crash     | one exercise: the solution, the last answer ending in os._exit(1) | total - late |
-| deleted   | one exercise: every test cell deleted, the last answer not done   | total - late |
-| edited    | one exercise: every test cell made ``pass`` and worth 100 points, | total - late |
-|           | the last answer not done                                          | out of total |
-| stderr    | one exercise: the solution, each answer cell printing to stderr   | total        |
-|           | and warning                                                       |              |
-| syntax    | one exercise: the solution, a syntax error in the last answer     | total - late |
+| student   | hands in                                                          | passes        |
+|-----------|-------------------------------------------------------------------|---------------|
+| perfect   | every exercise: the solution                                      | every test    |
+| always_eq | every exercise: each answer returns an object whose ``__eq__`` is | none          |
+|           | always True (every test must see through it)                      |               |
+| untouched | every exercise: the release as it was given out                   | none          |
+| loop      | the first exercise: an infinite loop before the last answer's     | all but late  |
+|           | code (graded with a short Execute.timeout)                        |               |
+| crash     | one exercise: the solution, the last answer ending in os._exit(1) | all but late  |
+| deleted   | one exercise: every test cell deleted, the last answer not done   | all but late  |
+| edited    | one exercise: every test cell made ``pass`` and worth 100 points, | all but late, |
+|           | the last answer not done                                          | out of total  |
+| stderr    | one exercise: the solution, each answer cell printing to stderr   | every test    |
+|           | and warning                                                       |               |
+| syntax    | one exercise: the solution, a syntax error in the last answer     | all but late  |
 
-The one-exercise students take the exercises in turn: what they test is nbgrader's mechanics, the same
-for every exercise (and test_grading_roundtrip.py grades every exercise's untouched release), and this
-keeps the class small enough to grade in CI. For what they did not hand in, the CSV must still list
-them, with 0. The crash case relies on nbgrader_config.py's executor (seqlab.nbgrader_plugins): stock
-nbgrader drops a submission whose kernel dies (no grade, no feedback, and autograde exits 1).
+The one-exercise students take the exercises in turn, from the second (the first has the loop): what
+they test is nbgrader's mechanics, the same for every exercise, and this keeps the class small enough to
+grade in CI. For what they did not hand in, the CSV must still list them, with 0. The crash case relies
+on nbgrader_config.py's executor (seqlab.grading.nbgrader_plugins): stock nbgrader drops a submission
+whose kernel dies (no grade, no feedback, and autograde exits 1). Step timings are printed, never
+asserted. Nothing is written in the repository; the file's tests share one module fixture, so under
+``pytest -n 2 --dist loadfile`` they stay on one worker and the class is graded once.
 """
 
 import ast
@@ -56,11 +61,11 @@ from grading_harness import (
 pytestmark = pytest.mark.xdist_group("class-cycle")
 
 EXERCISES = exercise_names(ROOT / "solutions")
-EVERY_EXERCISE = ["perfect", "always_eq"]
-ONE_EXERCISE = ["untouched", "crash", "deleted", "edited", "stderr", "syntax"]  # in turn over the exercises
+EVERY_EXERCISE = ["perfect", "always_eq", "untouched"]
+ONE_EXERCISE = ["crash", "deleted", "edited", "stderr", "syntax"]  # in turn over the exercises, from the second
 STUDENTS = EVERY_EXERCISE + ["loop"] + ONE_EXERCISE
 HANDS_IN = {s: EXERCISES for s in EVERY_EXERCISE} | {"loop": EXERCISES[:1]}
-HANDS_IN |= {s: [EXERCISES[i % len(EXERCISES)]] for i, s in enumerate(ONE_EXERCISE)} if EXERCISES else {}
+HANDS_IN |= {s: [EXERCISES[i % len(EXERCISES)]] for i, s in enumerate(ONE_EXERCISE, start=1)} if EXERCISES else {}
 # Seconds per cell for the infinite loop's notebook (the course's c.Execute.timeout is 60). Every cell of that
 # notebook gets it, the setup cell's `import torch` too, which takes seconds on a busy machine: interrupted
 # there, the kernel may not settle within nbclient's 4 s, and nbgrader then drops the whole submission.
@@ -103,9 +108,15 @@ class Exercise:
         self.solution = nbformat.read(course / "solutions" / name / f"{name}.ipynb", as_version=4)
         self.answers = answer_ids(self.solution)
         self.last = self.answers[-1]
-        self.total = sum(graded_points(self.solution).values())
-        self.late = sum(points_below(self.solution, self.last).values())
+        self.points = graded_points(self.solution)  # {grade_id: points} of the test cells
+        self.below = points_below(self.solution, self.last)  # the test cells below the last answer
+        self.total = sum(self.points.values())
+        self.late = sum(self.below.values())
         assert self.total > 0 and self.late > 0, f"{name}: no test below its last answer cell {self.last}"
+
+    def passing(self, failing=()) -> dict:
+        """``{grade_id: auto score}`` when the test cells ``failing`` fail and every other one passes."""
+        return {grade_id: 0.0 if grade_id in failing else points for grade_id, points in self.points.items()}
 
     def solved(self):
         return solved(self.release, self.solution)
@@ -116,14 +127,14 @@ class Exercise:
         return nb
 
     def submission(self, student: str):
-        """(notebook, expected score) of ``student``: the table in the module docstring."""
-        early = self.total - self.late
+        """(notebook, ``{grade_id: expected auto score}``) of ``student``: the table in the module docstring."""
+        everything, nothing, early = self.passing(), self.passing(self.points), self.passing(self.below)
         nb = self.solved()
         last = cell(nb, self.last)
         if student == "perfect":
-            return nb, self.total
+            return nb, everything
         if student == "untouched":
-            return nbformat.from_dict(self.release), 0
+            return nbformat.from_dict(self.release), nothing
         if student == "crash":
             last.source += "\n\nimport os\n\nos._exit(1)\n"
             return nb, early
@@ -145,11 +156,11 @@ class Exercise:
         if student == "always_eq":
             for grade_id in self.answers:
                 cell(nb, grade_id).source = cheating(cell(nb, grade_id).source)
-            return nb, 0
+            return nb, nothing
         if student == "stderr":
             for grade_id in self.answers:
                 cell(nb, grade_id).source = STDERR + cell(nb, grade_id).source
-            return nb, self.total
+            return nb, everything
         if student == "syntax":
             last.source += "\n\ndef broken(:\n    pass\n"
             return nb, early
@@ -198,7 +209,7 @@ def cycle(tmp_path_factory):
     nbgrader(course, "db", "student", "import", "students.csv")
 
     # Collected submissions: submitted/<student>/<exercise>/<exercise>.ipynb.
-    expected = {}  # {(exercise, student): points}, for the submissions handed in
+    expected = {}  # {(exercise, student): {grade_id: auto score}}, for the submissions handed in
     for student, names in HANDS_IN.items():
         for ex in (exercises[name] for name in names):
             nb, expected[ex.name, student] = ex.submission(student)
@@ -244,15 +255,24 @@ def cycle(tmp_path_factory):
 
 def test_the_class_has_exercises():
     assert EXERCISES, "no exercise in solutions/"
+    assert {"ex01_lstm_cell", "ex02_bidirectional_encoder", "ex03_seq2seq"} <= set(EXERCISES), EXERCISES
+    first = nbformat.read(ROOT / "solutions" / "ex01_lstm_cell" / "ex01_lstm_cell.ipynb", as_version=4)
+    tests = ["test_step_shapes", "test_step_matches_torch", "test_step_gradients"]
+    tests += ["test_sequence_shapes", "test_sequence_matches_torch"]
+    assert graded_points(first) == dict.fromkeys(tests, 2)
 
 
 @pytest.mark.parametrize("student", STUDENTS)
 def test_every_student_gets_the_right_score(cycle, student):
+    """The score, and every test cell's (auto score, max score), as the gradebook has them."""
     for name in HANDS_IN[student]:
         ex = cycle["exercises"][name]
+        expected = cycle["expected"][name, student]
         score, max_score, grades = cycle["first"]["scores"][name][student]
         assert max_score == ex.total, f"{student}, {name}: out of {max_score}, not {ex.total}"
-        assert score == cycle["expected"][name, student], f"{student}, {name}: {score}, grades {grades}"
+        # every test cell graded, out of the solution's points (an edited 100 is reset), passed or failed
+        assert grades == {gid: (expected[gid], points) for gid, points in ex.points.items()}, (student, name)
+        assert score == sum(expected.values()), f"{student}, {name}: {score}, grades {grades}"
 
 
 def test_the_csv_holds_every_student(cycle):
@@ -260,7 +280,7 @@ def test_the_csv_holds_every_student(cycle):
     assert {student for _, student in rows} == set(STUDENTS)
     for name, ex in cycle["exercises"].items():
         for student in STUDENTS:
-            expected = cycle["expected"].get((name, student), 0)  # 0 for what was not handed in
+            expected = sum(cycle["expected"].get((name, student), {}).values())  # 0 for what was not handed in
             assert rows[name, student] == (expected, ex.total), (name, student)
 
 
@@ -271,27 +291,68 @@ def test_no_run_aborts_the_batch(cycle):
         assert (cycle["course"] / "feedback" / student / name / f"{name}.html").is_file(), (student, name)
 
 
-def autograded(cycle, student):
-    """(exercise, autograded notebook) of a student who handed in one exercise."""
-    (name,) = HANDS_IN[student]
+def autograded(cycle, student, name=None):
+    """(exercise, autograded notebook) of a student: the one exercise they handed in, or ``name``."""
+    if name is None:
+        (name,) = HANDS_IN[student]
     path = cycle["course"] / "autograded" / student / name / f"{name}.ipynb"
     return cycle["exercises"][name], nbformat.read(path, as_version=4)
+
+
+def errors(nb, grade_id) -> list:
+    return [o.ename for o in cell(nb, grade_id).outputs if o.output_type == "error"]
+
+
+def test_an_untouched_release_fails_on_its_stubs(cycle):
+    """The first test fails on the stub that the student replaces, not on something else."""
+    for name in HANDS_IN["untouched"]:
+        ex, nb = autograded(cycle, "untouched", name)
+        assert errors(nb, next(iter(ex.points))) == ["NotImplementedError"], name
 
 
 def test_crash_and_loop_are_recorded_where_they_happened(cycle):
     for student, error in [("crash", "DeadKernelError"), ("loop", "CellTimeoutError")]:
         ex, nb = autograded(cycle, student)
-        errors = [o.ename for o in cell(nb, ex.last).outputs if o.output_type == "error"]
-        assert error in errors, (student, errors)
+        assert error in errors(nb, ex.last), (student, errors(nb, ex.last))
+
+
+def test_the_loop_is_interrupted_and_the_rest_is_graded(cycle):
+    ex, nb = autograded(cycle, "loop")
+    # one cell timeout, the loop's (after the KeyboardInterrupt that stopped it), and no other
+    timed_out = [
+        nbgrader_meta(c).get("grade_id")
+        for c in nb.cells
+        if any(o.get("ename") == "CellTimeoutError" for o in c.get("outputs", []))
+    ]
+    assert timed_out == [ex.last], timed_out
+    # the kernel was interrupted, not lost: the cells after the loop ran (and failed on the missing function)
+    assert errors(nb, next(iter(ex.below))) == ["NameError"]
 
 
 def test_deleted_and_edited_test_cells_are_restored(cycle):
     for student in ["deleted", "edited"]:
         ex, nb = autograded(cycle, student)
-        for grade_id, points in graded_points(ex.solution).items():
+        for grade_id, points in ex.points.items():
             # nbgrader puts a deleted cell back with a first line that says so
             assert cell(nb, grade_id).source.endswith(cell(ex.solution, grade_id).source), (student, grade_id)
             assert cell(nb, grade_id).metadata.nbgrader.points == points, (student, grade_id)
+
+
+def test_deleted_test_cells_come_back_and_run(cycle):
+    ex, nb = autograded(cycle, "deleted")
+    for grade_id in ex.points:
+        assert "was missing from the submission" in cell(nb, grade_id).source, grade_id
+        assert cell(nb, grade_id).outputs, f"{grade_id} was added back but not run"
+
+
+def test_edited_test_cells_are_the_originals_hidden_tests_included(cycle):
+    ex, nb = autograded(cycle, "edited")
+    hidden = [gid for gid in ex.points if "### BEGIN HIDDEN TESTS" in cell(ex.solution, gid).source]
+    assert hidden, f"{ex.name}: no hidden test to check"
+    for grade_id in ex.points:
+        assert cell(nb, grade_id).source == cell(ex.solution, grade_id).source, grade_id
+    for grade_id in hidden:
+        assert "### BEGIN HIDDEN TESTS" in cell(nb, grade_id).source, grade_id
 
 
 def test_release_and_autograde_again_keep_submissions_and_grades(cycle):
