@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from seqlab.checks import check_shape
+from seqlab.checks import check_shape, check_token_ids
 from seqlab.data.memory import memory_task
 from seqlab.device import check_model_device, evaluating
 from seqlab.rnn import TORCH_LAYERS, hidden_state
@@ -66,6 +66,7 @@ class LastStateClassifier(nn.Module):
 
     def forward(self, tokens: Tensor) -> Tensor:
         check_shape("tokens", tokens, ("B", "S"))
+        check_token_ids("tokens", tokens, self.embedding.num_embeddings)  # before the embedding looks them up
         _, final = self.recurrent(self.embedding(tokens))  # final: (1, B, H), LSTM: a pair
         return self.output(hidden_state(final)[-1])  # (B, num_classes)
 

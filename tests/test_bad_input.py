@@ -23,6 +23,7 @@ from seqlab.data import Vocab
 from seqlab.decoder import ContextDecoder
 from seqlab.decoding import BigramTable
 from seqlab.encoder import Encoder
+from seqlab.memory import LastStateClassifier
 from seqlab.padding import lengths_to_mask
 from seqlab.pointer import PointerGenerator, coverage_loss, final_distribution
 from seqlab.seq2seq import AttentionSeq2Seq, Seq2Seq
@@ -156,6 +157,13 @@ def _error_cases():
         lambda: Encoder(SRC_V, 4, 3, from_scratch=True)(SRC, torch.tensor([2.5, 2])),
         "src_lengths",
         "2.5",
+    )
+    case(
+        "LastStateClassifier token id 8 with 8 ids",
+        lambda: LastStateClassifier("gru", 8, 2)(torch.tensor([[1, 8]])),
+        "tokens",
+        "8",
+        "8 ids",
     )
     case("Encoder empty batch", lambda: Encoder(SRC_V, 4, 3)(EMPTY_SRC, EMPTY_LENGTHS), "src", "(0, 3)")
     case(
