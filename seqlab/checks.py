@@ -154,7 +154,7 @@ def check_token_ids(name: str, ids: Tensor, vocab_size: int | None = None) -> No
         raise ValueError(f"{name}: expected integer token ids, got a {ids.dtype} tensor")
     if ids.numel() == 0:
         return
-    low, high = (int(v) for v in torch.aminmax(ids))  # one pass, one synchronisation
+    low, high = torch.stack(torch.aminmax(ids)).tolist()  # one pass over the ids, one synchronisation
     if vocab_size is None:
         if low < 0:
             raise ValueError(f"{name}: token id {low} is negative; ids start at 0")
