@@ -23,7 +23,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from seqlab.attention import masked_softmax
-from seqlab.checks import check_at_least_one, check_shape
+from seqlab.checks import check_at_least_one, check_floating, check_mask, check_shape
 
 __all__ = ["MultiHeadAttention", "causal_mask"]
 
@@ -115,12 +115,11 @@ class MultiHeadAttention(nn.Module):
         check_shape("query", query, ("B", "T", self.embed_dim))
         check_shape("key", key, (query.shape[0], "S", self.embed_dim))
         check_shape("value", value, tuple(key.shape))
-        if mask is None:
-            return
-        B, T, S = query.shape[0], query.shape[1], key.shape[1]
-        check_shape("mask", mask, (B, S) if mask.dim() == 2 else (B, T, S))
-        if mask.dtype != torch.bool:
-            raise ValueError(f"mask: expected a bool tensor (True at real keys), got {mask.dtype}")
+        for name, tensor in (("query", query), ("key", key), ("value", value)):
+            check_floating(name, tensor)
+        if mask is not None:
+            B, T, S = query.shape[0], query.shape[1], key.shape[1]
+            check_mask("mask", mask, (B, S) if mask.dim() == 2 else (B, T, S))
 
     def split_heads(self, x: Tensor) -> Tensor:
         """``(B, L, E) → (B, n, L, d)``: head h gets features ``h*d .. (h+1)*d`` of every position."""

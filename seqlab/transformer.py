@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from seqlab.checks import check_at_least_one, check_shape
+from seqlab.checks import check_at_least_one, check_not_empty, check_shape, check_token_ids
 from seqlab.decoding import Decodable
 from seqlab.encoder import check_lengths
 from seqlab.multihead import MultiHeadAttention, causal_mask
@@ -252,6 +252,7 @@ class Transformer(Decodable, nn.Module):
     def encode(self, src: Tensor, src_lengths: Tensor) -> tuple:
         """The memory ``(B, S, H)``, its mask ``(B, S)``, and each encoder layer's weights ``(B, n, S, S)``."""
         check_lengths(src, src_lengths)
+        check_token_ids("src", src, self.src_embedding.num_embeddings)  # before the embedding looks them up
         mask = lengths_to_mask(src_lengths, src.shape[1]).to(src.device)  # (B, S)
         x = self.embed(self.src_embedding, src)  # (B, S, H)
         weights = []
@@ -264,6 +265,8 @@ class Transformer(Decodable, nn.Module):
         """Teacher forcing, every position at once: ``log_probs (B, T, V)``, and each decoder layer's
         self-attention ``(B, n, T, T)`` and cross-attention ``(B, n, T, S)`` weights."""
         check_shape("tgt_in", tgt_in, (memory.shape[0], "T"))
+        check_not_empty("tgt_in", tgt_in, 1, "step (T)")
+        check_token_ids("tgt_in", tgt_in, self.tgt_embedding.num_embeddings)
         y = self.embed(self.tgt_embedding, tgt_in)  # (B, T, H)
         self_weights, cross_weights = [], []
         for layer in self.decoder_layers:

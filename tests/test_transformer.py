@@ -229,6 +229,14 @@ def test_positions_are_distinct_and_shift_by_a_rotation():
          r"tgt_in: expected shape \(3, T\), got \(2, 4\)"),
         (lambda: Transformer(12, 9, hidden_size=16, num_heads=2)(SRC, torch.tensor([5, 0, 3]), TGT_IN),
          r"src_lengths must lie in \[1, 5\]"),
+        (lambda: Transformer(12, 9, hidden_size=16, num_heads=2)(SRC + 5, LENGTHS, TGT_IN),
+         r"src: token id 14 is outside the vocabulary of 12 ids"),
+        (lambda: Transformer(12, 9, hidden_size=16, num_heads=2)(SRC, LENGTHS, TGT_IN + 6),
+         r"tgt_in: token id 14 is outside the vocabulary of 9 ids"),
+        (lambda: Transformer(12, 9, hidden_size=16, num_heads=2)(SRC, LENGTHS, TGT_IN[:, :0]),
+         r"tgt_in: expected at least one step \(T\)"),
+        (lambda: MultiHeadAttention(E, HEADS)(*(torch.ones(2, 4, E, dtype=torch.long),) * 3),
+         "query: expected a floating-point tensor, got torch.int64"),
     ],
 )  # fmt: skip
 def test_bad_input_gets_a_clear_value_error(call, message):
