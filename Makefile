@@ -3,6 +3,7 @@
 #   make test     lint, unit tests, notebook regression (nbval), course integrity, grading round trips
 #   make release  regenerate exercises/ from solutions/ with nbgrader
 #   make grade NB=PATH   grade an exercise notebook where it is (seqlab grade PATH): points, feedback
+#   make bench    time seqlab against torch.nn and d2l's models (benchmarks/results/); DEVICE=cuda on a GPU
 
 PYTHON ?= $(shell command -v python3.11 2>/dev/null || command -v python3)
 VENV := .venv
@@ -16,7 +17,7 @@ export OMP_NUM_THREADS ?= 1
 export SEQLAB_PROGRESS ?= 0
 STAMP := $(VENV)/.installed
 
-.PHONY: env book test lint release grade clean
+.PHONY: env book test lint release grade bench clean
 
 env: $(STAMP)
 
@@ -46,6 +47,9 @@ release: env
 grade: env
 	@test -n "$(NB)" || { echo "usage: make grade NB=path/to/exNN_name.ipynb" >&2; exit 2; }
 	$(BIN)/seqlab grade "$(NB)"
+
+bench: env
+	$(BIN)/python benchmarks/bench.py --device $(or $(DEVICE),cpu) --grading
 
 clean:
 	rm -rf _build

@@ -76,12 +76,26 @@ class ContextDecoder(nn.Module):
     def _decode(self, tgt_in: Tensor, state, context: Tensor) -> tuple:
         """:meth:`forward` without its input checks, for :meth:`step`: a decoding loop calls it at every
         step with the tokens the model itself chose."""
-        T = tgt_in.shape[1]
-        embedded = self.dropout(self.embedding(tgt_in))  # (B, T, E)
-        repeated_context = context.unsqueeze(1).expand(-1, T, -1)  # (B, T, C)
-        outputs, state = self.rnn(torch.cat([embedded, repeated_context], dim=2), state)  # (B, T, H)
-        features = torch.cat([self.dropout(outputs), repeated_context, embedded], dim=2)  # (B, T, H+C+E)
-        return F.log_softmax(self.output(features), dim=-1), state  # (B, T, V)
+        embedded = self.embed(tgt_in)  # (B, T, E)
+        repeated_context = context.unsqueeze(1).expand(-1, tgt_in.shape[1], -1)  # (B, T, C)
+        outputs, state = self.recur(embedded, state, repeated_context)  # (B, T, H)
+        return self.predict(outputs, repeated_context, embedded), state  # (B, T, V)
+
+    # The three parts of a step. Only the recurrence needs the previous state; chapter 4's attention
+    # decoder loops over it alone and embeds and predicts all steps at once.
+
+    def embed(self, tokens: Tensor) -> Tensor:
+        """``(B, T)`` token ids → ``(B, T, E)`` embeddings (with dropout while training)."""
+        return self.dropout(self.embedding(tokens))
+
+    def recur(self, embedded: Tensor, state, context: Tensor) -> tuple:
+        """The recurrent cell over ``[embed(y); c]``: ``(B, T, E)``, ``(B, T, C)`` → outputs ``(B, T, H)``, state."""
+        return self.rnn(torch.cat([embedded, context], dim=2), state)
+
+    def predict(self, outputs: Tensor, context: Tensor, embedded: Tensor) -> Tensor:
+        """The next token's log-probabilities from ``[z_t; c; embed(y_{t-1})]``: ``(B, T, V)``."""
+        features = torch.cat([self.dropout(outputs), context, embedded], dim=2)  # (B, T, H+C+E)
+        return F.log_softmax(self.output(features), dim=-1)  # (B, T, V)
 
     def step(self, prev_tokens: Tensor, state, context: Tensor) -> tuple:
         log_probs, state = self._decode(prev_tokens.unsqueeze(1), state, context)  # (B, 1, V)

@@ -20,7 +20,7 @@ import pytest
 from grading_harness import BIN, ROOT, cell, exercise_names, graded_points, nbgrader_meta, solved
 
 from seqlab.grading import autograde
-from seqlab.grading.cli import main
+from seqlab.grading.cli import main, notebooks_in
 
 pytestmark = pytest.mark.xdist_group("grade-command")
 
@@ -289,3 +289,14 @@ def test_the_gradebook_is_stamped_with_the_migration_alembic_names():
     import nbgrader.api
 
     assert autograde.alembic_head() == nbgrader.api.get_alembic_version()
+
+
+def test_a_folder_is_graded_notebook_by_notebook_and_an_empty_one_is_refused(tmp_path):
+    (tmp_path / "ex02" / ".ipynb_checkpoints").mkdir(parents=True)
+    (tmp_path / "ex01").mkdir()
+    for path in ["ex02/b.ipynb", "ex02/.ipynb_checkpoints/b-checkpoint.ipynb", "ex01/a.ipynb", "notes.txt"]:
+        (tmp_path / path).write_text("{}")
+    assert notebooks_in(tmp_path) == [tmp_path / "ex01/a.ipynb", tmp_path / "ex02/b.ipynb"]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["grade", str(empty), "--course", str(ROOT)]) == autograde.EXIT_REFUSED

@@ -36,7 +36,9 @@ def _parser() -> argparse.ArgumentParser:
         epilog=EXIT_STATUSES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    grade.add_argument("notebook", type=Path, metavar="PATH", help="the exercise notebook (.ipynb)")
+    grade.add_argument(
+        "notebook", type=Path, metavar="PATH", help="the exercise notebook (.ipynb), or a folder: every notebook in it"
+    )
     grade.add_argument("--course", type=Path, help="the course folder (default: found above PATH or here)")
     grade.add_argument("--timeout", type=int, help="seconds per cell (default: the course's c.Execute.timeout)")
     grade.add_argument("-v", "--verbose", action="store_true", help="show nbgrader's log")
@@ -60,12 +62,31 @@ def grade_command(args) -> int:
             file=sys.stderr,
         )
         return 2
+    if args.notebook.is_dir():
+        notebooks = notebooks_in(args.notebook)
+        if not notebooks:
+            print(f"seqlab grade: refused: {args.notebook} holds no notebook", file=sys.stderr)
+            return autograde.EXIT_REFUSED
+        statuses = []
+        for notebook in notebooks:
+            statuses.append(grade_one(notebook, args))
+            print("\n" + "-" * 100 + "\n")
+        return max(statuses)
+    return grade_one(args.notebook, args)
+
+
+def notebooks_in(folder: Path) -> list:
+    """The notebooks in a folder and its subfolders, in name order (Jupyter's checkpoints left out)."""
+    return sorted(p for p in folder.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
+
+
+def grade_one(notebook: Path, args) -> int:
     def announce(exercise, hidden_tests):
-        print(f"Grading {args.notebook}: exercise {exercise}, with {_tests(exercise, hidden_tests)}.\n", flush=True)
+        print(f"Grading {notebook}: exercise {exercise}, with {_tests(exercise, hidden_tests)}.\n", flush=True)
 
     log = (lambda text: print(text, file=sys.stderr)) if args.verbose else None
     try:
-        report = autograde.grade(args.notebook, course=args.course, timeout=args.timeout, log=log, announce=announce)
+        report = autograde.grade(notebook, course=args.course, timeout=args.timeout, log=log, announce=announce)
     except autograde.Refused as refusal:
         print(f"seqlab grade: refused: {refusal}", file=sys.stderr)
         return autograde.EXIT_REFUSED

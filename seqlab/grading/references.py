@@ -73,6 +73,9 @@ DECODER_REFERENCES = (
     "seqlab.decoder.ContextDecoder.forward",
     "seqlab.decoder.ContextDecoder.step",
     "seqlab.decoder.ContextDecoder._decode",
+    "seqlab.decoder.ContextDecoder.embed",
+    "seqlab.decoder.ContextDecoder.recur",
+    "seqlab.decoder.ContextDecoder.predict",
     "seqlab.seq2seq.Seq2Seq.forward",
     "seqlab.seq2seq.Seq2Seq.decode_step",
 )
