@@ -284,10 +284,11 @@ def test_without_the_grading_extra_the_command_says_what_to_install():
     assert "seqlab[grading]" in done.stderr and "nbformat" in done.stderr
 
 
-def test_the_gradebook_is_stamped_with_the_migration_alembic_names():
+def test_the_gradebook_is_stamped_with_the_migration_alembic_names(monkeypatch):
     # seqlab grade reads the newest migration in-process instead of running `alembic heads`.
     import nbgrader.api
 
+    monkeypatch.setenv("PATH", f"{BIN}{os.pathsep}{os.environ['PATH']}")  # nbgrader's way runs the program
     assert autograde.alembic_head() == nbgrader.api.get_alembic_version()
 
 
