@@ -22,6 +22,8 @@ from seqlab.grading.references import (
     LSTM_REFERENCES,
     POINTER_REFERENCES,
     SCORER_REFERENCES,
+    TRANSFORMER_OPTIONAL_REFERENCES,
+    TRANSFORMER_REFERENCES,
     DisabledError,
     disabled,
 )
@@ -38,6 +40,8 @@ __all__ = [
     "LSTM_REFERENCES",
     "POINTER_REFERENCES",
     "SCORER_REFERENCES",
+    "TRANSFORMER_OPTIONAL_REFERENCES",
+    "TRANSFORMER_REFERENCES",
     "DisabledError",
     "check_tensor",
     "disabled",

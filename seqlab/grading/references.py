@@ -27,6 +27,8 @@ __all__ = [
     "LSTM_REFERENCES",
     "POINTER_REFERENCES",
     "SCORER_REFERENCES",
+    "TRANSFORMER_OPTIONAL_REFERENCES",
+    "TRANSFORMER_REFERENCES",
     "disabled",
 ]
 
@@ -145,6 +147,25 @@ POINTER_REFERENCES = (
     "seqlab.pointer.final_distribution",
     "seqlab.pointer._mix",
     "seqlab.pointer.coverage_loss",
+)
+
+# Exercise 8 (multi-head attention): seqlab's MultiHeadAttention (also importable from seqlab.transformer:
+# the same class, switched off once) and torch's multi-head and scaled dot-product attention are off.
+# Matrix products, reshapes, torch.softmax, masked_fill and where stay on, and so does exercise 4's
+# seqlab.attention.masked_softmax. F.scaled_dot_product_attention is a builtin, the same object as
+# torch._C._nn.scaled_dot_product_attention: each name it is reachable under is listed.
+TRANSFORMER_REFERENCES = (
+    "seqlab.multihead.MultiHeadAttention",
+    "seqlab.multihead.MultiHeadAttention.split_heads",
+    "torch.nn.MultiheadAttention",
+    "torch.nn.functional.multi_head_attention_forward",
+    "torch.nn.functional.scaled_dot_product_attention",
+)
+TRANSFORMER_OPTIONAL_REFERENCES = (
+    "torch._C._nn.scaled_dot_product_attention",
+    "torch._native_multi_head_attention",  # torch.nn.MultiheadAttention's fast path
+    "torch._scaled_dot_product_attention_math",
+    "torch._scaled_dot_product_flash_attention_for_cpu",
 )
 
 
