@@ -22,6 +22,8 @@ MODEL_MODULES = [
     "seqlab.seq2seq",
     "seqlab.decoding",
     "seqlab.pointer",
+    "seqlab.multihead",
+    "seqlab.transformer",
 ]
 
 
