@@ -11,8 +11,9 @@ Three parts, each in its own place (the README's tables say more):
 * the models that learners read, with their training and decoding, in this package, in the order the
   chapters teach them: ``rnn`` and ``memory`` (chapter 1); ``encoder`` and ``tagging`` (2); ``decoder``,
   ``seq2seq``, ``decoding``, ``train`` and ``length_sweep`` (3); ``attention``, ``attention_decoder``
-  and ``plot`` (4, 5); ``pointer`` and ``summary`` (6); ``multihead`` and ``transformer`` (8); and, everywhere, ``padding`` (special ids and
-  masks), ``checks`` (input errors) and ``device`` (device, mode and seeds);
+  and ``plot`` (4, 5); ``pointer`` and ``summary`` (6); ``multihead`` and ``transformer`` (8); and,
+  everywhere, ``padding`` (special ids and masks), ``checks`` (input errors) and ``device`` (device,
+  mode and seeds);
 * the data they train on: ``seqlab.data`` (vocabularies, batching, one module per generated task);
 * the course's grading machinery, which no learner needs to open: ``seqlab.grading``.
 """
