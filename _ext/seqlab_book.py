@@ -1,0 +1,59 @@
+"""The rendered book's own Sphinx tweaks, loaded by _config.yml (sphinx.local_extensions).
+
+1. One copy of each inline script. Sphinx 7.4 lists a script that an extension adds with
+   ``app.add_js_file(None, body=...)`` after the builder has started twice (once with the file name
+   None, once with ""). For sphinx-thebe's ``const THEBE_JS_URL = ...`` the second copy is a JavaScript
+   error on every page ("Identifier 'THEBE_JS_URL' has already been declared").
+2. Citations in the form the chapters' prose reads, with round brackets: {cite:t} gives
+   "Bahdanau et al. (2015)" and {cite:p} "(Bahdanau et al., 2015)" (_config.yml's
+   bibtex_reference_style: author_year_round). sphinxcontrib-bibtex's own author_year style uses
+   square brackets.
+"""
+
+import dataclasses
+
+import sphinxcontrib.bibtex.plugin
+from sphinxcontrib.bibtex.style.referencing import BracketStyle
+from sphinxcontrib.bibtex.style.referencing.author_year import AuthorYearReferenceStyle
+
+
+def _round_brackets() -> BracketStyle:
+    return BracketStyle(left="(", right=")")
+
+
+def _round_brackets_semicolons() -> BracketStyle:
+    return BracketStyle(left="(", right=")", sep="; ")  # (Cho et al., 2014; Sutskever et al., 2014)
+
+
+@dataclasses.dataclass
+class RoundAuthorYearStyle(AuthorYearReferenceStyle):
+    """sphinxcontrib-bibtex's author-year citations, in round brackets (its documented recipe)."""
+
+    bracket_parenthetical: BracketStyle = dataclasses.field(default_factory=_round_brackets_semicolons)
+    bracket_textual: BracketStyle = dataclasses.field(default_factory=_round_brackets)
+    bracket_author: BracketStyle = dataclasses.field(default_factory=_round_brackets)
+    bracket_label: BracketStyle = dataclasses.field(default_factory=_round_brackets)
+    bracket_year: BracketStyle = dataclasses.field(default_factory=_round_brackets)
+
+
+sphinxcontrib.bibtex.plugin.register_plugin(
+    "sphinxcontrib.bibtex.style.referencing", "author_year_round", RoundAuthorYearStyle
+)
+
+
+def _script_key(script) -> tuple:
+    return (script.filename or "", tuple(sorted(script.attributes.items())))
+
+
+def one_copy_of_each_script(_app, _pagename, _templatename, context, _doctree):
+    scripts, seen = [], set()
+    for script in context.get("script_files", []):
+        if _script_key(script) not in seen:
+            seen.add(_script_key(script))
+            scripts.append(script)
+    context["script_files"] = scripts
+
+
+def setup(app):
+    app.connect("html-page-context", one_copy_of_each_script)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
