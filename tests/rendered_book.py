@@ -1,0 +1,53 @@
+"""Render the book as `make book` does, but from the notebooks' stored outputs (no execution, so it
+takes seconds), into a temporary folder: the tests never read a stale _build/, and CI runs them too.
+
+Shared by tests/test_course_integrity.py (no solution in the rendered book) and tests/test_browser.py
+(the book as readers see it, in Chromium). pytest puts tests/ on sys.path (the folder has no
+__init__.py), so test files import this module as ``rendered_book``.
+"""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+JUPYTER_BOOK = Path(sys.executable).parent / "jupyter-book"
+
+
+def render_book(out_dir: Path) -> Path:
+    """Build the book from its stored outputs into ``out_dir/_build/html`` and return that folder.
+
+    Uses the repository's _config.yml with one change, ``execute_notebooks: "off"``, and builds with
+    `make book`'s flags: a warning (a broken reference, an unknown glossary term or citation) fails it.
+    """
+    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+    assert config["execute"]["execute_notebooks"] == "force", "_config.yml no longer says execute_notebooks: force"
+    config["execute"]["execute_notebooks"] = "off"
+    # jupyter-book finds local extensions relative to the configuration file: point at the repository's.
+    local = config.get("sphinx", {}).get("local_extensions") or {}
+    for name, path in local.items():
+        local[name] = str((ROOT / path).resolve())
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "_config.yml").write_text(yaml.safe_dump(config, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    build = subprocess.run(
+        [
+            str(JUPYTER_BOOK),
+            "build",
+            str(ROOT),
+            "--config",
+            str(out_dir / "_config.yml"),
+            "--path-output",
+            str(out_dir),
+            "--warningiserror",
+            "--keep-going",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    log = build.stdout + build.stderr
+    warnings = [line for line in log.splitlines() if "WARNING" in line or "ERROR" in line]
+    assert build.returncode == 0, "jupyter-book build failed:\n" + "\n".join(warnings[:30] or [log[-3000:]])
+    return out_dir / "_build" / "html"
