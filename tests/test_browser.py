@@ -10,9 +10,10 @@ with every request that leaves the book aborted and recorded. A page fails on:
   Chromium drew with another font than the book's (tools/subset_cjk_font.py makes the font);
 - a broken local link (file or #anchor) or image, or an image without a description (alt text);
 - a JavaScript error, or an error in the console (a failed load, a missing favicon);
-- at 1280 px and at 390 px (a phone): a formula clipped instead of scrolling, a figure shrunk below
-  three quarters of its size (its labels would be illegible; it scrolls instead), or more or fewer
-  than one visible search box.
+- a cell whose printed output is cut into several boxes;
+- at 1280 px and at 390 px (a phone): a formula clipped instead of scrolling (or scrolling though it
+  fits), a figure shrunk below three quarters of its size (its labels would be illegible; it scrolls
+  instead), or more or fewer than one visible search box.
 
 Screenshots of two pages at both widths are kept for a human to look at, in _build/screenshots/ (or
 $SEQLAB_SCREENSHOTS); the test prints where. Skipped, with the reason, where Chromium is not
@@ -175,6 +176,9 @@ async () => {
     text: everything.join(" "),
     mathjax: !!(window.MathJax && MathJax.startup),
     formulas: document.querySelectorAll("span.math, div.math").length,
+    // cells whose printed output is cut into several boxes (nb_merge_streams joins them)
+    split: [...document.querySelectorAll("div.cell_output")]
+      .filter(output => output.querySelectorAll(":scope > .output.stream").length > 1).length,
     errors: [...document.querySelectorAll("mjx-merror")].map(e => e.textContent),
     images, links, ids,
   };
@@ -185,17 +189,37 @@ READ_LAYOUT = r"""
 () => {
   const visible = e => { const r = e.getBoundingClientRect(); return r.width > 0 && r.height > 0 &&
     getComputedStyle(e).visibility !== "hidden" && e.offsetParent !== null; };
-  const clipped = [...document.querySelectorAll("span.math, div.math, mjx-container")]
-    .filter(e => visible(e) && e.scrollWidth > e.clientWidth + 1 &&
-                 ["hidden", "clip"].includes(getComputedStyle(e).overflowX))
-    .map(e => e.textContent.slice(0, 60));
+  // A typeset formula (mjx-math) reaching past a box that hides its overflow is clipped, unless a box
+  // in between scrolls (and that box itself fits). A box that scrolls though its formula fits has a
+  // needless scroll bar (MathJax's hidden copy for screen readers can be wider than the formula).
+  const clipped = [], needless = [];
+  for (const math of document.querySelectorAll("mjx-math")) {
+    if (!visible(math)) continue;
+    let right = math.getBoundingClientRect().right;
+    for (let box = math.parentElement; box && box !== document.body; box = box.parentElement) {
+      const overflow = getComputedStyle(box).overflowX;
+      if (overflow === "visible") continue;
+      if (["hidden", "clip"].includes(overflow) && right > box.getBoundingClientRect().right + 1) {
+        clipped.push(math.closest("mjx-container").textContent.slice(0, 60));
+        break;
+      }
+      right = Math.min(right, box.getBoundingClientRect().right);  // what lies beyond a box scrolls
+    }
+  }
+  for (const box of document.querySelectorAll("span.math, div.math, div.math > mjx-container")) {
+    if (!visible(box) || !["auto", "scroll"].includes(getComputedStyle(box).overflowX)) continue;
+    const right = Math.max(...[...box.querySelectorAll("mjx-math")].map(m => m.getBoundingClientRect().right));
+    if (box.scrollWidth > box.clientWidth + 1 && right <= box.getBoundingClientRect().right + 1) {
+      needless.push(box.textContent.slice(0, 60));
+    }
+  }
   const shrunk = [...document.querySelectorAll("div.cell_output img")]
     .filter(img => visible(img) && img.naturalWidth > 0)
     .map(img => ({src: img.src.split("/").pop(), scale: img.getBoundingClientRect().width / img.naturalWidth}));
   // Search boxes and buttons of the page's frame (the search page's own form is its content).
   const search = [...document.querySelectorAll(".search-button-field, button.search-button, form.bd-search")]
     .filter(e => visible(e) && !e.closest("dialog, article, .bd-search-container")).length;
-  return {clipped, shrunk, search};
+  return {clipped, needless, shrunk, search};
 }
 """
 
@@ -267,6 +291,8 @@ def check_text(info: dict, title: str, font_characters: set) -> list:
     if raw_tex:
         problems.append(f"{len(raw_tex)} pieces of raw TeX in the text, e.g. {raw_tex[:3]}")
     problems += [f"MathJax could not typeset: {error!r}" for error in info["errors"]]
+    if info["split"]:
+        problems.append(f"{info['split']} cells print their output in several boxes")
     missing = sorted({c for c in info["text"] if font_tool.is_cjk(c)} - font_characters)
     if missing:
         problems.append(f"CJK characters that no shipped font covers: {''.join(missing)}")
@@ -301,6 +327,7 @@ def check_cjk_fonts(page, cdp) -> list:
 def check_layout(page, width: str) -> list:
     layout = page.evaluate(READ_LAYOUT)
     problems = [f"at {width} width, a formula is clipped: {text!r}" for text in layout["clipped"]]
+    problems += [f"at {width} width, a formula has a scroll bar for nothing: {text!r}" for text in layout["needless"]]
     problems += [
         f"at {width} width, a figure is shown at {image['scale']:.0%} of its size: {image['src']}"
         for image in layout["shrunk"]
