@@ -101,15 +101,17 @@ class Encoder(nn.Module):
             dropout=dropout if num_layers > 1 else 0.0,
         )
 
-    def forward(self, src: Tensor, src_lengths: Tensor) -> tuple:
+    def forward(self, src: Tensor, src_lengths: Tensor, state=None) -> tuple:
+        """``state``: the initial state ``(L*D, B, H)`` (LSTM: a pair), zeros when None; chapter 7's
+        conditional encoding starts reading a hypothesis where the premise's reading ended."""
         check_lengths(src, src_lengths)
         check_token_ids("src", src, self.embedding.num_embeddings)  # before the embedding looks them up
         embedded = self.dropout(self.embedding(src))  # (B, S, E)
         if self.from_scratch:
-            return self.rnn(embedded, lengths=src_lengths)
+            return self.rnn(embedded, state, lengths=src_lengths)
         # Packing tells the fused layer where each sequence ends (lengths must live on the CPU).
         packed = pack_padded_sequence(embedded, src_lengths.cpu(), batch_first=True, enforce_sorted=False)
-        packed_outputs, final = self.rnn(packed)
+        packed_outputs, final = self.rnn(packed, state)
         outputs, _ = pad_packed_sequence(packed_outputs, batch_first=True, total_length=src.shape[1])  # (B, S, D*H)
         return outputs, final
 

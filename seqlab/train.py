@@ -100,7 +100,9 @@ def fit(
 
 
 def _to(batch, device):
-    return tuple(t.to(device) for t in batch) if isinstance(batch, tuple) else batch.to(device)
+    if isinstance(batch, tuple):  # a tuple of tensors; None (an image batch's lengths) stays None
+        return tuple(None if t is None else t.to(device) for t in batch)
+    return batch.to(device)
 
 
 def train_seq2seq(

@@ -22,6 +22,11 @@ MODEL_MODULES = [
     "seqlab.seq2seq",
     "seqlab.decoding",
     "seqlab.pointer",
+    "seqlab.pooling",
+    "seqlab.entailment",
+    "seqlab.memory_seq2seq",
+    "seqlab.captioning",
+    "seqlab.listener",
     "seqlab.multihead",
     "seqlab.transformer",
 ]

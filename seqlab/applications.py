@@ -1,0 +1,234 @@
+"""Chapter 7's experiments: each application's model and its no-attention baseline, trained on the same
+data with the same budget by :func:`seqlab.train.fit`, then measured on held-out examples.
+
+* :func:`sentiment_experiment`: attention pooling against the last states (:class:`PooledClassifier`);
+* :func:`entailment_experiment`: word-by-word attention against conditional encoding;
+* :func:`captioning_experiment`: attention over image regions against their mean;
+* :func:`speech_experiment`: attention over the listener's states against its final states.
+
+Each returns a dict with the trained ``model``, its test figures, its parameter count, the training
+``seconds`` and the test data (for plots). Everything is generated with the given ``seed``.
+"""
+
+import time
+
+import torch
+import torch.nn.functional as F
+
+from seqlab.captioning import RegionCNN
+from seqlab.data.batching import pad_sequences, shuffled_chunks
+from seqlab.data.entailment import ENTAILMENT_LABELS, entailment_task
+from seqlab.data.sentiment import sentiment_task
+from seqlab.data.shapes import shapes_task
+from seqlab.data.speech import speech_task
+from seqlab.data.vocab import Vocab
+from seqlab.device import evaluating
+from seqlab.entailment import EntailmentClassifier
+from seqlab.listener import Listener, character_error_rate
+from seqlab.memory_seq2seq import MemorySeq2Seq
+from seqlab.padding import BOS_ID, EOS_ID
+from seqlab.pooling import PooledClassifier
+from seqlab.train import fit, sequence_nll
+
+SENTIMENT_LABELS = ("negative", "positive")
+
+
+def parameter_count(model) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+def _train(model, batches, loss, epochs: int, lr: float, device) -> float:
+    start = time.perf_counter()
+    fit(model, batches, loss, epochs=epochs, lr=lr, device=device)
+    return time.perf_counter() - start
+
+
+def _result(model, seconds: float, **figures) -> dict:
+    return {"model": model, "parameters": parameter_count(model), "seconds": seconds, **figures}
+
+
+def sentiment_batch(examples: list, vocab: Vocab) -> tuple:
+    """``(src (B, S), src_lengths (B,), labels (B,))`` from :func:`~seqlab.data.sentiment_task` triples."""
+    src, lengths = pad_sequences([vocab.encode(tokens) for tokens, _, _ in examples])
+    labels = torch.tensor([SENTIMENT_LABELS.index(label) for _, label, _ in examples])  # (B,)
+    return src, lengths, labels
+
+
+def sentiment_experiment(
+    pooling: str,
+    n_train: int = 1500,
+    n_test: int = 500,
+    epochs: int = 2,
+    batch_size: int = 32,
+    seed: int = 0,
+    device="cpu",
+) -> dict:
+    """Train a :class:`PooledClassifier` (``pooling="attention"`` or ``"last"``) on sentiment sentences.
+
+    Returns ``accuracy`` and ``decisive_weight``: the mean share of the pooling weights that falls on the
+    decisive words (attention pooling only), with the model, ``test`` examples and ``vocab``.
+    """
+    train, test = sentiment_task(n_train, seed=seed), sentiment_task(n_test, seed=seed + 10_000)
+    vocab = Vocab.build(tokens for tokens, _, _ in train + test)
+    torch.manual_seed(seed)
+    model = PooledClassifier(len(vocab), len(SENTIMENT_LABELS), pooling=pooling).to(device)
+
+    def batches(epoch):
+        return [sentiment_batch(chunk, vocab) for chunk in shuffled_chunks(train, batch_size, seed=seed + epoch)]
+
+    def loss(model, batch):
+        src, lengths, labels = batch
+        return F.cross_entropy(model(src, lengths), labels)
+
+    seconds = _train(model, batches, loss, epochs, 3e-3, device)
+    src, lengths, labels = (t.to(device) for t in sentiment_batch(test, vocab))
+    with torch.no_grad(), evaluating(model):
+        accuracy = (model(src, lengths).argmax(dim=1) == labels).float().mean().item()
+        decisive = None
+        if pooling == "attention":
+            weights = model.attention_weights(src, lengths)  # (B, S)
+            decisive = sum(weights[i, d].sum().item() for i, (_, _, d) in enumerate(test)) / len(test)
+    return _result(model, seconds, accuracy=accuracy, decisive_weight=decisive, test=test, vocab=vocab)
+
+
+def entailment_batch(examples: list, vocab: Vocab) -> tuple:
+    """``(premise, premise_lengths, hypothesis, hypothesis_lengths, labels)`` from entailment triples."""
+    premise, premise_lengths = pad_sequences([vocab.encode(p) for p, _, _ in examples])
+    hypothesis, hypothesis_lengths = pad_sequences([vocab.encode(h) for _, h, _ in examples])
+    labels = torch.tensor([ENTAILMENT_LABELS.index(label) for _, _, label in examples])  # (B,)
+    return premise, premise_lengths, hypothesis, hypothesis_lengths, labels
+
+
+def entailment_experiment(
+    word_by_word: bool,
+    n_train: int = 2000,
+    n_test: int = 600,
+    epochs: int = 8,
+    batch_size: int = 32,
+    seed: int = 0,
+    device="cpu",
+) -> dict:
+    """Train an :class:`EntailmentClassifier` with or without word-by-word attention; ``accuracy`` on
+    held-out pairs, with the model, ``test`` pairs and ``vocab``."""
+    train, test = entailment_task(n_train, seed=seed), entailment_task(n_test, seed=seed + 10_000)
+    vocab = Vocab.build(sentence for p, h, _ in train + test for sentence in (p, h))
+    torch.manual_seed(seed)
+    model = EntailmentClassifier(len(vocab), len(ENTAILMENT_LABELS), word_by_word=word_by_word).to(device)
+
+    def batches(epoch):
+        return [entailment_batch(chunk, vocab) for chunk in shuffled_chunks(train, batch_size, seed=seed + epoch)]
+
+    def loss(model, batch):
+        *inputs, labels = batch
+        return F.cross_entropy(model(*inputs), labels)
+
+    seconds = _train(model, batches, loss, epochs, 3e-3, device)
+    *inputs, labels = (t.to(device) for t in entailment_batch(test, vocab))
+    with torch.no_grad(), evaluating(model):
+        accuracy = (model(*inputs).argmax(dim=1) == labels).float().mean().item()
+    return _result(model, seconds, accuracy=accuracy, test=test, vocab=vocab)
+
+
+def target_batch(targets: list, vocab: Vocab) -> tuple:
+    """Teacher forcing: ``tgt_in`` (``<bos>`` + target) and ``tgt_out`` (target + ``<eos>``), ``(B, T)`` each."""
+    tgt_in, _ = pad_sequences([[BOS_ID] + vocab.encode(t) for t in targets])
+    tgt_out, _ = pad_sequences([vocab.encode(t) + [EOS_ID] for t in targets])
+    return tgt_in, tgt_out
+
+
+def _train_and_decode(model, make_batch, train, test, vocab, epochs, batch_size, lr, seed, device) -> tuple:
+    """Teacher-forced training on ``train``, then greedy decoding of ``test``: (seconds, decoded token lists)."""
+
+    def batches(epoch):
+        return [make_batch(chunk) for chunk in shuffled_chunks(train, batch_size, seed=seed + epoch)]
+
+    def loss(model, batch):
+        src, src_lengths, tgt_in, tgt_out = batch
+        return sequence_nll(model(src, src_lengths, tgt_in), tgt_out)
+
+    seconds = _train(model, batches, loss, epochs, lr, device)
+    src, src_lengths, _, tgt_out = make_batch(test)
+    src, src_lengths = src.to(device), None if src_lengths is None else src_lengths.to(device)
+    decoded = model.greedy_decode(src, src_lengths, max_len=tgt_out.shape[1] + 2)
+    return seconds, [vocab.decode(ids) for ids in decoded.tolist()]
+
+
+def captioning_experiment(
+    attention: bool,
+    n_train: int = 2000,
+    n_test: int = 300,
+    epochs: int = 8,
+    batch_size: int = 32,
+    seed: int = 0,
+    device="cpu",
+) -> dict:
+    """Train a :class:`MemorySeq2Seq` over a :class:`RegionCNN` on :func:`~seqlab.data.shapes_task`.
+
+    Returns ``exact_match`` (whole captions right), ``relation_accuracy`` (the relation word right) and
+    ``binding_accuracy`` (both shapes with their colours in the right places), with the model,
+    ``test_images``, ``test_captions``, ``outputs`` and ``vocab``.
+    """
+    images, captions = shapes_task(n_train + n_test, seed=seed)
+    vocab = Vocab.build(captions)
+    torch.manual_seed(seed)
+    model = MemorySeq2Seq(RegionCNN(output_size=32), len(vocab), attention=attention).to(device)
+    indices = list(range(n_train))
+
+    def make_batch(chunk):
+        return (images[chunk], None, *target_batch([captions[i] for i in chunk], vocab))
+
+    test = list(range(n_train, n_train + n_test))
+    seconds, outputs = _train_and_decode(
+        model, make_batch, indices, test, vocab, epochs, batch_size, 3e-3, seed, device
+    )
+    references = [captions[i] for i in test]
+    relation = sum(o[2:3] == r[2:3] for o, r in zip(outputs, references)) / n_test
+    binding = sum(o[:2] == r[:2] and o[-2:] == r[-2:] for o, r in zip(outputs, references)) / n_test
+    exact = sum(o == r for o, r in zip(outputs, references)) / n_test
+    return _result(
+        model, seconds, exact_match=exact, relation_accuracy=relation, binding_accuracy=binding,
+        test_images=images[n_train:], test_captions=references, outputs=outputs, vocab=vocab,
+    )  # fmt: skip
+
+
+def speech_experiment(
+    attention: bool, pyramid: int = 0, n_train: int = 1500, n_test: int = 300, epochs: int = 5, batch_size: int = 32,
+    seed: int = 0, device="cpu",
+) -> dict:  # fmt: skip
+    """Train a :class:`MemorySeq2Seq` over a :class:`Listener` on :func:`~seqlab.data.speech_task`.
+
+    Returns ``cer`` (:func:`character_error_rate` of greedy transcripts) and ``exact_match``, with the
+    model, ``test`` triples, ``outputs`` and ``vocab``.
+    """
+    examples = speech_task(n_train + n_test, seed=seed)
+    train, test = examples[:n_train], examples[n_train:]
+    vocab = Vocab.build(chars for _, chars, _ in examples)
+    torch.manual_seed(seed)
+    n_bins = examples[0][0].shape[1]
+    model = MemorySeq2Seq(Listener(n_bins, 64, pyramid=pyramid), len(vocab), attention=attention).to(device)
+
+    def make_batch(chunk):
+        lengths = torch.tensor([frames.shape[0] for frames, _, _ in chunk])  # (B,)
+        frames = torch.nn.utils.rnn.pad_sequence([f for f, _, _ in chunk], batch_first=True)  # (B, S, F)
+        return (frames, lengths, *target_batch([chars for _, chars, _ in chunk], vocab))
+
+    seconds, outputs = _train_and_decode(model, make_batch, train, test, vocab, epochs, batch_size, 3e-3, seed, device)
+    references = [chars for _, chars, _ in test]
+    exact = sum(o == r for o, r in zip(outputs, references)) / len(test)
+    return _result(
+        model, seconds, cer=character_error_rate(outputs, references), exact_match=exact, test=test, outputs=outputs,
+        vocab=vocab,
+    )  # fmt: skip
+
+
+__all__ = [
+    "SENTIMENT_LABELS",
+    "captioning_experiment",
+    "entailment_batch",
+    "entailment_experiment",
+    "parameter_count",
+    "sentiment_batch",
+    "sentiment_experiment",
+    "speech_experiment",
+    "target_batch",
+]

@@ -1,0 +1,110 @@
+"""Attention pooling: one vector for a whole sequence, weighted by what matters (chapter 7).
+
+A classifier needs one vector per sentence. Chapter 1's many-to-one classifier takes the recurrent
+layer's last state, which must carry the decisive word from wherever it was to the end. Attention
+pooling lets a **learned query** (one vector, the same for every sentence: "which words decide the
+label?") score every position's state and takes the weighted sum (Yang et al., 2016)::
+
+    scores  = score(query, states)            (B, 1, S)
+    weights = masked_softmax(scores, mask)    (B, 1, S), padding gets exactly 0
+    pooled  = weights @ states                (B, 1, D)
+
+It is chapter 4's :class:`~seqlab.attention.Attention` with a query that is a parameter, not a
+decoder state.
+"""
+
+import torch
+from torch import Tensor, nn
+
+from seqlab.attention import AdditiveScorer, Attention
+from seqlab.checks import check_mask, check_shape
+from seqlab.encoder import Encoder, last_layer_directions, per_direction
+from seqlab.padding import lengths_to_mask
+from seqlab.rnn import hidden_state
+
+
+class AttentionPooling(nn.Module):
+    """Pool ``(B, S, D)`` states into ``(B, D)`` with a learned query and additive scoring.
+
+    Args:
+        input_size: D, the size of each state (the keys and values).
+        query_size: the size of the learned query (and of the additive scorer's hidden layer).
+
+    Shape:
+        - states ``(B, S, D)``, mask ``(B, S)`` bool (True at real positions) → pooled ``(B, D)``,
+          weights ``(B, S)``: each row sums to 1 over the real positions, 0 on padding.
+
+    Example::
+
+        >>> pooling = AttentionPooling(input_size=6, query_size=4)
+        >>> pooled, weights = pooling(torch.randn(2, 5, 6), torch.tensor([[True] * 5, [True] * 3 + [False] * 2]))
+        >>> pooled.shape, weights[1, 3:].tolist()
+        (torch.Size([2, 6]), [0.0, 0.0])
+
+    Taught in chapter 7.
+    """
+
+    def __init__(self, input_size: int, query_size: int = 32):
+        super().__init__()
+        self.input_size = input_size
+        self.query = nn.Parameter(0.1 * torch.randn(query_size))  # "which positions decide?", learned
+        self.attention = Attention(AdditiveScorer(query_size, input_size, query_size))
+
+    def forward(self, states: Tensor, mask: Tensor | None = None) -> tuple:
+        check_shape("states", states, ("B", "S", self.input_size))
+        if mask is not None:
+            check_mask("mask", mask, tuple(states.shape[:2]))
+        queries = self.query.expand(states.shape[0], 1, -1)  # (B, 1, Q): the same query for every row
+        pooled, weights = self.attention(queries, states, states, mask)  # (B, 1, D), (B, 1, S)
+        return pooled.squeeze(1), weights.squeeze(1)  # (B, D), (B, S)
+
+
+class PooledClassifier(nn.Module):
+    """A bidirectional encoder, then one vector per sequence, then a linear layer to the classes.
+
+    Args:
+        vocab_size: V (id 0 is padding).
+        num_classes: the number of labels.
+        embedding_size, hidden_size: as for the models of chapters 3 and 4 (``hidden_size`` is the
+            size of each encoder output, both directions together).
+        pooling: ``"attention"`` (:class:`AttentionPooling` over all positions) or ``"last"`` (the
+            encoder's final states, both directions concatenated: chapter 1's many-to-one classifier,
+            made bidirectional and aware of padding).
+
+    Shape:
+        - ``model(src (B, S), src_lengths (B,)) → logits (B, num_classes)``.
+        - ``model.attention_weights(src, src_lengths) → (B, S)`` (attention pooling only).
+
+    Taught in chapter 7.
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        num_classes: int,
+        embedding_size: int = 32,
+        hidden_size: int = 64,
+        pooling: str = "attention",
+    ):
+        super().__init__()
+        if pooling not in ("attention", "last"):
+            raise ValueError(f"pooling must be 'attention' or 'last', got {pooling!r}")
+        self.pooling = pooling
+        self.encoder = Encoder(vocab_size, embedding_size, per_direction(hidden_size, True), bidirectional=True)
+        self.pool = AttentionPooling(hidden_size) if pooling == "attention" else None
+        self.output = nn.Linear(hidden_size, num_classes)
+
+    def encode(self, src: Tensor, src_lengths: Tensor) -> tuple:
+        """The pooled vector ``(B, H)`` and the pooling weights ``(B, S)`` (None for ``"last"``)."""
+        states, final = self.encoder(src, src_lengths)  # (B, S, H), (2, B, H/2)
+        if self.pool is None:
+            return last_layer_directions(hidden_state(final), 1, 2)[-1], None  # (B, H)
+        return self.pool(states, lengths_to_mask(src_lengths, src.shape[1]).to(src.device))  # (B, H), (B, S)
+
+    def forward(self, src: Tensor, src_lengths: Tensor) -> Tensor:
+        return self.output(self.encode(src, src_lengths)[0])  # (B, num_classes)
+
+    def attention_weights(self, src: Tensor, src_lengths: Tensor) -> Tensor:
+        if self.pool is None:
+            raise ValueError("a PooledClassifier with pooling='last' has no attention weights")
+        return self.encode(src, src_lengths)[1]  # (B, S)

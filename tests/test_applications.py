@@ -1,0 +1,250 @@
+"""Chapter 7: the generated tasks against independent labellers, and the models against naive loops
+written from the papers' equations (attention pooling, word-by-word attention, the pyramidal listener,
+the captioner's regions), hand-computed error rates."""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch.testing import assert_close
+
+from seqlab.captioning import RegionCNN
+from seqlab.data import (
+    COLOURS,
+    ENTAILMENT_LABELS,
+    HYPERNYMS,
+    NEGATIVE_WORDS,
+    POSITIVE_WORDS,
+    SHAPE_COLOURS,
+    character_patterns,
+    entailment_task,
+    sentiment_task,
+    shapes_task,
+    speech_task,
+)
+from seqlab.encoder import Encoder
+from seqlab.entailment import EntailmentClassifier
+from seqlab.listener import Listener, character_error_rate
+from seqlab.memory_seq2seq import MemorySeq2Seq
+from seqlab.padding import BOS_ID
+from seqlab.pooling import AttentionPooling, PooledClassifier
+
+# --- the data -------------------------------------------------------------------------------------
+
+
+def test_sentiment_labels_follow_the_decisive_words():
+    examples = sentiment_task(400, seed=3)
+    assert {label for _, label, _ in examples} == {"positive", "negative"}
+    for tokens, label, decisive in examples:
+        # an independent reading: the one sentiment word, and whether "not" stands right before it
+        (at,) = [i for i, t in enumerate(tokens) if t in POSITIVE_WORDS + NEGATIVE_WORDS]
+        negated = at > 0 and tokens[at - 1] == "not"
+        positive = (tokens[at] in POSITIVE_WORDS) != negated
+        assert label == ("positive" if positive else "negative"), tokens
+        assert decisive == ([at - 1, at] if negated else [at])
+        assert tokens.count("not") == int(negated)
+    assert sentiment_task(5, seed=1) == sentiment_task(5, seed=1)
+
+
+def _entailment_by_rules(premise, hypothesis):
+    """Read the premise's clauses and judge the hypothesis, independently of the generator."""
+    noun_of = {noun: hypernym for hypernym, (nouns, _) in HYPERNYMS.items() for noun in nouns}
+    clauses = [c.split() for c in " ".join(premise).split(" while ")]
+    negated = "not" in hypothesis
+    words = [w for w in hypothesis if w not in ("do", "not")]
+    h_number, h_verb, h_noun = words[0], words[-1], words[-2]
+    h_colour = words[1] if len(words) == 4 else None
+    group = noun_of.get(h_noun, h_noun)
+    (clause,) = [c for c in clauses if noun_of.get(c[-2], c[-2]) == group]
+    number, verb, noun = clause[0], clause[-1], clause[-2]
+    colour = clause[1] if len(clause) == 4 else None
+    if negated or h_number != number or (h_colour and colour and h_colour != colour) or h_verb != verb:
+        return "contradiction"
+    if (h_colour and not colour) or (h_noun != noun and h_noun != group):
+        return "neutral"
+    return "entailment"
+
+
+def test_entailment_labels_follow_from_the_construction():
+    examples = entailment_task(600, seed=4)
+    assert {label for _, _, label in examples} == set(ENTAILMENT_LABELS)
+    for premise, hypothesis, label in examples:
+        assert _entailment_by_rules(premise, hypothesis) == label, (premise, hypothesis, label)
+    assert all(w in COLOURS or w for p, _, _ in examples for w in p)
+    assert entailment_task(5, seed=2) == entailment_task(5, seed=2)
+
+
+def test_shape_captions_say_what_the_noise_free_image_shows():
+    images, captions = shapes_task(200, noise=0.0, seed=5)
+    assert images.shape == (200, 3, 24, 24)
+    for image, caption in zip(images, captions):
+        cells = image.view(3, 3, 8, 3, 8).permute(1, 3, 0, 2, 4)  # (row, col, 3, 8, 8)
+        occupied = [(r, c) for r in range(3) for c in range(3) if cells[r, c].abs().sum() > 0]
+        assert len(occupied) == 2  # already in reading order
+        (r1, c1), (r2, c2) = occupied
+        assert caption[2] == ("left" if r1 == r2 else "above")
+        for (r, c), colour in zip(occupied, (caption[0], caption[-2])):
+            lit = cells[r, c].sum(dim=(1, 2)) > 0  # (3,): which channels are on
+            assert_close(cells[r, c].amax(dim=(1, 2)), torch.tensor(SHAPE_COLOURS[colour]) * lit)
+    same = shapes_task(3, seed=1)
+    assert torch.equal(same[0], shapes_task(3, seed=1)[0]) and same[1] == shapes_task(3, seed=1)[1]
+
+
+def test_speech_frames_hold_each_character_in_its_span():
+    patterns = character_patterns()
+    assert len({tuple(p.tolist()) for p in patterns.values()}) == len(patterns)  # all different
+    for frames, chars, spans in speech_task(100, noise=0.0, seed=6):
+        covered = torch.zeros(frames.shape[0], dtype=torch.bool)
+        previous_end = 0
+        for char, (start, end) in zip(chars, spans):
+            assert start > previous_end or start >= 1  # silence before each character
+            burst = frames[start:end]  # (duration, F)
+            loudness = burst[:, patterns[char] > 0].mean()
+            assert_close(burst, loudness * patterns[char].expand_as(burst))
+            covered[start:end] = True
+            previous_end = end
+        assert (frames[~covered] == 0).all() and spans[-1][1] < frames.shape[0]
+    lengths = [(f.shape[0], len(c)) for f, c, _ in speech_task(300, seed=0)]
+    assert sum(s for s, _ in lengths) > 4 * sum(t for _, t in lengths)  # sources many times longer
+
+
+# --- the models -----------------------------------------------------------------------------------
+
+
+def test_attention_pooling_against_a_loop():
+    torch.manual_seed(0)
+    pooling = AttentionPooling(input_size=6, query_size=5).double()
+    states = torch.randn(3, 4, 6, dtype=torch.float64)
+    mask = torch.tensor([[True] * 4, [True, True, False, False], [True, False, False, False]])
+    pooled, weights = pooling(states, mask)
+    scorer = pooling.attention.scorer
+    for b in range(3):
+        real = [s for s in range(4) if mask[b, s]]
+        scores = torch.stack(
+            [
+                scorer.v(torch.tanh(scorer.key_proj(states[b, s]) + scorer.query_proj(pooling.query))).squeeze()
+                for s in real
+            ]
+        )
+        expected = torch.zeros(4, dtype=torch.float64)
+        expected[real] = scores.exp() / scores.exp().sum()
+        assert_close(weights[b], expected)
+        assert_close(pooled[b], sum(expected[s] * states[b, s] for s in range(4)))
+    assert_close(weights.sum(dim=1), torch.ones(3, dtype=torch.float64))
+
+
+def test_pooled_classifier_last_states_are_both_directions_at_their_ends():
+    torch.manual_seed(1)
+    model = PooledClassifier(vocab_size=10, num_classes=2, embedding_size=4, hidden_size=6, pooling="last")
+    src, lengths = torch.tensor([[4, 5, 6], [7, 8, 0]]), torch.tensor([3, 2])
+    pooled, weights = model.encode(src, lengths)
+    outputs, _ = model.encoder(src, lengths)  # (B, S, 6): forward half, backward half
+    expected = torch.stack([torch.cat([outputs[b, lengths[b] - 1, :3], outputs[b, 0, 3:]]) for b in range(2)])
+    assert weights is None and pooled.shape == (2, 6)
+    assert_close(pooled, expected)
+    attention_model = PooledClassifier(10, 2, 4, 6, pooling="attention")
+    assert attention_model(src, lengths).shape == (2, 2)
+    assert (attention_model.attention_weights(src, lengths)[1, 2] == 0).all()
+
+
+def test_encoder_initial_state_fused_and_from_scratch_agree():
+    torch.manual_seed(2)
+    fused = Encoder(10, 4, 5, bidirectional=False)
+    scratch = Encoder(10, 4, 5, bidirectional=False, from_scratch=True)
+    scratch.load_state_dict(fused.state_dict())
+    src, lengths, state = torch.tensor([[4, 5, 6], [7, 8, 0]]), torch.tensor([3, 2]), torch.randn(1, 2, 5)
+    out_fused, final_fused = fused(src, lengths, state)
+    out_scratch, final_scratch = scratch(src, lengths, state)
+    assert_close(out_fused, out_scratch)
+    assert_close(final_fused, final_scratch)
+    assert not torch.allclose(fused(src, lengths)[0], out_fused)  # the state is used
+
+
+def test_word_by_word_attention_against_the_papers_equations():
+    torch.manual_seed(3)
+    model = EntailmentClassifier(vocab_size=12, embedding_size=4, hidden_size=5).double()
+    premise, p_lengths = torch.tensor([[4, 5, 6, 7], [8, 9, 0, 0]]), torch.tensor([4, 2])
+    hypothesis, h_lengths = torch.tensor([[4, 10, 11], [5, 6, 0]]), torch.tensor([3, 2])
+    h_star, weights = model.represent(premise, p_lengths, hypothesis, h_lengths)
+    scorer = model.attention.scorer
+    for b in range(2):
+        P, N = int(p_lengths[b]), int(h_lengths[b])
+        Y, final = model.premise_encoder(premise[b : b + 1, :P], p_lengths[b : b + 1])  # (1, P, H)
+        states, h_final = model.hypothesis_encoder(hypothesis[b : b + 1, :N], h_lengths[b : b + 1], final)
+        Y, r = Y[0], torch.zeros(5, dtype=torch.float64)
+        for t in range(N):
+            # M = tanh(W^y Y + (W^h h_t + W^r r_{t-1}) ⊗ e); α = softmax(wᵀ M); r_t = Yᵀα + tanh(W^t r_{t-1})
+            M = torch.tanh(scorer.key_proj(Y) + scorer.query_proj(torch.cat([states[0, t], r])))  # (P, A)
+            alpha = torch.softmax(scorer.v(M).squeeze(1), dim=0)  # (P,)
+            assert_close(weights[b, t, :P], alpha)
+            assert (weights[b, t, P:] == 0).all()
+            r = alpha @ Y + torch.tanh(model.carry(r))
+        assert (weights[b, N:] == 0).all()  # padded hypothesis words look nowhere
+        expected = torch.tanh(model.combine_r(r) + model.combine_h(h_final[-1, 0]))
+        assert_close(h_star[b], expected)
+    baseline = EntailmentClassifier(vocab_size=12, embedding_size=4, hidden_size=5, word_by_word=False)
+    assert baseline(premise, p_lengths, hypothesis, h_lengths).shape == (2, 3)
+
+
+def test_region_cnn_regions_are_row_major_maxima():
+    torch.manual_seed(4)
+    cnn = RegionCNN(output_size=6, grid=3)
+    images = torch.randn(2, 3, 12, 12)
+    memory, mask, summary = cnn(images, None)
+    features = F.relu(cnn.conv2(F.relu(cnn.conv1(images))))  # (B, M, 12, 12)
+    for r in range(3):
+        for c in range(3):
+            cell = features[:, :, 4 * r : 4 * r + 4, 4 * c : 4 * c + 4].amax(dim=(2, 3))  # (B, M)
+            assert_close(memory[:, 3 * r + c], cell + cnn.position[3 * r + c])
+    assert mask.all() and mask.shape == (2, 9)
+    assert_close(summary, memory.mean(dim=1))
+
+
+def test_pyramidal_listener_concatenates_neighbours():
+    torch.manual_seed(5)
+    listener = Listener(n_features=3, output_size=4, pyramid=1)
+    frames, lengths = torch.randn(2, 5, 3), torch.tensor([5, 3])
+    memory, mask, summary = listener(frames, lengths)
+    assert memory.shape == (2, 3, 4) and mask.tolist() == [[True] * 3, [True, True, False]]
+    for b in range(2):
+        S = int(lengths[b])
+        first, _ = listener.layers[0](frames[b : b + 1, :S])  # (1, S, 4): the plain layer, one sequence
+        if S % 2:
+            first = F.pad(first, (0, 0, 0, 1))
+        pairs = torch.stack([torch.cat([first[0, 2 * i], first[0, 2 * i + 1]]) for i in range(first.shape[1] // 2)])
+        second, h_n = listener.layers[1](pairs.unsqueeze(0))  # (1, S/2, 4)
+        assert_close(memory[b, : pairs.shape[0]], second[0])
+        assert_close(summary[b], torch.cat([h_n[0, 0], h_n[1, 0]]))
+    assert (memory[1, 2] == 0).all()
+
+
+@pytest.mark.parametrize("attention", [True, False])
+def test_memory_seq2seq_teacher_forcing_equals_its_steps(attention):
+    torch.manual_seed(6)
+    model = MemorySeq2Seq(Listener(3, 8), tgt_vocab_size=7, embedding_size=4, hidden_size=6, attention=attention)
+    frames, lengths = torch.randn(2, 5, 3), torch.tensor([5, 3])
+    tgt_in = torch.tensor([[BOS_ID, 4, 5], [BOS_ID, 6, 4]])
+    log_probs = model(frames, lengths, tgt_in)
+    state = model.start_decoding(frames, lengths)
+    for t in range(3):
+        step, state = model.decode_step(tgt_in[:, t], state)
+        assert_close(step, log_probs[:, t])
+    decoded = model.greedy_decode(frames, lengths, max_len=4)
+    assert decoded.shape[0] == 2 and decoded.shape[1] <= 4
+    if attention:
+        weights = model.attention_weights(frames, lengths, tgt_in)  # (B, T, S)
+        assert_close(weights.sum(dim=2), torch.ones(2, 3))
+        assert (weights[1, :, 3:] == 0).all()
+    else:
+        with pytest.raises(ValueError, match="no attention weights"):
+            model.attention_weights(frames, lengths, tgt_in)
+
+
+def test_character_error_rate_by_hand():
+    # "kitten" → "sitting": 3 edits over 7 reference characters; a perfect pair adds 0 edits, 3 characters
+    assert character_error_rate([list("kitten"), list("abc")], [list("sitting"), list("abc")]) == 3 / 10
+    assert character_error_rate([[]], [list("ab")]) == 1.0
+    assert math.isclose(character_error_rate(["abcd"], ["ab"]), 1.0)  # two insertions over two characters
+    with pytest.raises(ValueError, match="as many hypotheses"):
+        character_error_rate([list("a")], [])
