@@ -40,12 +40,35 @@ c.Execute.shutdown_kernel = "immediate"
 # Test cells ("autograded tests") are locked: before grading, nbgrader restores an edited test cell
 # (source and points) from the gradebook, and with this a deleted test cell is added back as well.
 c.OverwriteCells.add_missing_cells = True
-# A submission that kills the kernel (os._exit, a crash in compiled code, running out of memory) makes
-# stock nbgrader drop the whole submission: no grades, no feedback, and autograde exits 1. The course's
-# executor records the death in that cell and marks the cells below it as not run, so the tests above
-# keep their points and the tests below score 0. Otherwise this is nbgrader 0.9's default list.
+# Damaged nbgrader metadata never drops a submission (stock nbgrader grades it 0): a copied test cell (two
+# cells with one grade id), a test's "graded" flag switched off, a cell type or a grade id changed, an
+# answer deleted with the test below it. Every cell with one of the exercise's grade ids gets the
+# release's metadata back, a second copy or an unknown id runs as the student's own cell, and a missing
+# test or setup cell is put back after the cells above it (seqlab/grading/repair.py); each repair is a
+# note in the autograded notebook (metadata "seqlab") and in the export. Otherwise nbgrader's list.
+c.Autograde.sanitize_preprocessors = [
+    "nbgrader.preprocessors.ClearOutput",
+    "seqlab.grading.nbgrader_plugins.RepairCellMetadata",  # added
+    "nbgrader.preprocessors.DeduplicateIds",
+    "nbgrader.preprocessors.OverwriteKernelspec",
+    "seqlab.grading.nbgrader_plugins.OverwriteCellsKeepingWork",  # instead of nbgrader.preprocessors.OverwriteCells
+    "nbgrader.preprocessors.CheckCellMetadata",
+]
+# Every graded kernel runs in a bubblewrap sandbox (seqlab/grading/sandbox.py): it sees the Python
+# environment and the seqlab package read-only, not this folder (solutions/, the gradebook, the other
+# submissions), writes only to a scratch copy of the notebook's folder, has no network, and everything
+# it starts is killed with it. Without bubblewrap, `nbgrader autograde` refuses to grade; to grade
+# unsandboxed anyway, at your own risk: nbgrader autograde EXERCISE --Sandbox.enabled=False
+c.Sandbox.enabled = True
+c.Sandbox.memory_limit = 4 * 2**30  # bytes each process of a kernel may allocate
+c.Autograde.pre_convert_hook = "seqlab.grading.nbgrader_plugins.refuse_without_sandbox"
+# The course's executor also grades what stock nbgrader drops: a kernel that dies (os._exit, a crash in
+# compiled code) or a cell that ignores its interrupt gets an error in that cell, a new kernel runs the
+# cells above again, and grading goes on below; and it keeps at most 64 KB of output per cell (stock
+# nbgrader counts lines, and one line can be 50 MB). Otherwise this is nbgrader 0.9's default list.
+c.Execute.iopub_timeout = 10  # seconds for a cell's last outputs after its reply (a busy machine is slow)
 c.Autograde.autograde_preprocessors = [
-    "seqlab.grading.nbgrader_plugins.ExecuteSurvivingKernelDeath",  # instead of nbgrader.preprocessors.Execute
+    "seqlab.grading.nbgrader_plugins.SandboxedExecute",  # instead of nbgrader.preprocessors.Execute
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "nbgrader.preprocessors.LimitOutput",

@@ -26,6 +26,31 @@ below its last answer cell (what breaking that answer costs):
 |           | and warning                                                       |               |
 | syntax    | one exercise: the solution, a syntax error in the last answer     | all but late  |
 
+Students who attack the grading or lose work by accident (``grading_harness.KINDS``, shared with the
+grade command's tests), each with one exercise, in turn after the ones above:
+
+| student        | hands in                                                                 | passes     |
+|----------------|--------------------------------------------------------------------------|------------|
+| reads_solution | every answer runs the instructor's solution, read from solutions/        | none       |
+| vandal         | the release, its first answer writing into the course, the gradebook,    | none       |
+|                | another submission, the package; and a process left behind to go on      |            |
+| big_line       | the solution, the first answer printing one 50 MB line                   | every test |
+| copied_test    | the solution, a test cell copied below itself (one grade id twice)       | every test |
+| answer_moved   | the solution, the last answer and the test below it deleted, the answer's| every test |
+|                | code in a cell of its own                                                |            |
+| graded_off     | the solution, every test's "graded" flag switched off                    | every test |
+| sidebar        | the solution, a test's grade id deleted, a test made markdown, one worth | every test |
+|                | 50 points, the first answer made a read-only cell                        |            |
+| loop_swallows  | the first exercise: the solution and, after the first answer, a loop     | every test |
+|                | that swallows the timeout's interrupt (graded with the loop)             |            |
+
+Stock nbgrader drops the four damaged notebooks and the swallowed interrupt (no grade, and autograde
+exits with an error); nbgrader_config.py's preprocessors repair them (seqlab.grading.repair) and replace
+the kernel. An attack scores no more than the untouched release: the kernels run in bubblewrap
+(seqlab.grading.sandbox), so the course files, the gradebook and the other submissions are
+byte-identical after grading, and no process a submission started is alive. Where bubblewrap cannot
+run, the class is graded without it, the two attacks are left out and the sandbox's tests are skipped.
+
 The one-exercise students take the exercises in turn, from the second (the first has the loop): what
 they test is nbgrader's mechanics, the same for every exercise, and this keeps the class small enough to
 grade in CI. For what they did not hand in, the CSV must still list them, with 0. The crash case relies
@@ -46,8 +71,12 @@ import nbformat
 import pytest
 from grading_harness import (
     BIN,
+    KINDS,
+    PLANTED,
     ROOT,
+    SANDBOX_MISSING,
     answer_ids,
+    attack,
     cell,
     exercise_names,
     gradebook_scores,
@@ -55,6 +84,8 @@ from grading_harness import (
     nbgrader,
     nbgrader_meta,
     points_below,
+    processes_with,
+    run_nbgrader,
     solved,
 )
 
@@ -62,9 +93,13 @@ pytestmark = pytest.mark.xdist_group("class-cycle")
 
 EXERCISES = exercise_names(ROOT / "solutions")
 EVERY_EXERCISE = ["perfect", "always_eq", "untouched"]
-ONE_EXERCISE = ["crash", "deleted", "edited", "stderr", "syntax"]  # in turn over the exercises, from the second
-STUDENTS = EVERY_EXERCISE + ["loop"] + ONE_EXERCISE
-HANDS_IN = {s: EXERCISES for s in EVERY_EXERCISE} | {"loop": EXERCISES[:1]}
+LOST_WORK = ["big_line", "copied_test", "answer_moved", "graded_off", "sidebar"]
+ATTACKS = [] if SANDBOX_MISSING else ["reads_solution", "vandal"]  # never run unsandboxed
+# in turn over the exercises, from the second
+ONE_EXERCISE = ["crash", "deleted", "edited", "stderr", "syntax"] + LOST_WORK + ATTACKS
+LOOPS = ["loop", "loop_swallows"]  # the first exercise, with a short cell timeout
+STUDENTS = EVERY_EXERCISE + LOOPS + ONE_EXERCISE
+HANDS_IN = {s: EXERCISES for s in EVERY_EXERCISE} | {s: EXERCISES[:1] for s in LOOPS}
 HANDS_IN |= {s: [EXERCISES[i % len(EXERCISES)]] for i, s in enumerate(ONE_EXERCISE, start=1)} if EXERCISES else {}
 # Seconds per cell for the infinite loop's notebook (the course's c.Execute.timeout is 60). Every cell of that
 # notebook gets it, the setup cell's `import torch` too, which takes seconds on a busy machine: interrupted
@@ -164,13 +199,22 @@ class Exercise:
         if student == "syntax":
             last.source += "\n\ndef broken(:\n    pass\n"
             return nb, early
-        raise ValueError(student)
+        kind = "swallows" if student == "loop_swallows" else student
+        outcome = {"everything": everything, "nothing": nothing, "early": early}[KINDS[kind][1]]
+        return attack(kind, self.name, self.release, self.solution), outcome
 
 
-def digest(folder):
+def digest(folder, pattern="*.ipynb", leave_out=()):
+    """``{path: sha256}`` of the files under ``folder`` (those that match ``pattern``), but ``leave_out``."""
     return {
-        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.rglob("*.ipynb"))
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob(pattern))
+        if p.is_file() and not any(part in leave_out for part in p.relative_to(folder).parts)
     }
+
+
+# What nbgrader itself writes while it grades; every other file of the course must stay as it was.
+GRADING_OUTPUT = ("autograded", "feedback", "gradebook.db", "grades.csv", "grades-again.csv", "nbgrader.log")
 
 
 def make_release(course) -> float:
@@ -217,13 +261,23 @@ def cycle(tmp_path_factory):
             folder.mkdir(parents=True)
             nbformat.write(nb, folder / f"{ex.name}.ipynb")
 
-    # One student's full set first (timed), then the infinite loop with a short cell timeout, then the
+    # Without bubblewrap, autograde refuses to grade anyone (here: bubblewrap under a name that does not
+    # exist), unless the instructor switches the sandbox off (here: the untouched release of one student).
+    refused = run_nbgrader(course, "autograde", EXERCISES[0], "--Sandbox.bwrap=no-such-bwrap")
+    times["autograde unsandboxed"] = nbgrader(
+        course, "autograde", EXERCISES[0], "--student=untouched", "--Sandbox.enabled=False"
+    )
+    course_files = digest(course, "*", leave_out=GRADING_OUTPUT)
+
+    # One student's full set first (timed), then the infinite loops with a short cell timeout, then the
     # rest of the class: autograde skips the submissions that are graded already.
     times["autograde one student"] = sum(nbgrader(course, "autograde", ex, "--student=perfect") for ex in exercises)
-    times["autograde the loop"] = nbgrader(
-        course, "autograde", EXERCISES[0], "--student=loop", f"--Execute.timeout={LOOP_TIMEOUT}"
+    times["autograde the loops"] = nbgrader(
+        course, "autograde", EXERCISES[0], "--student=loop*", f"--Execute.timeout={LOOP_TIMEOUT}"
     )
     times["autograde the rest"] = sum(nbgrader(course, "autograde", ex) for ex in exercises)
+    left_behind = processes_with()  # what a submission started and grading did not stop
+    gradebook_after_grading = digest(course, "gradebook.db")
     times["generate_feedback"] = sum(nbgrader(course, "generate_feedback", ex) for ex in exercises)
     grades = exported(course, "grades.csv")
     db_url = f"sqlite:///{course / 'gradebook.db'}"
@@ -232,6 +286,12 @@ def cycle(tmp_path_factory):
         "scores": {ex: gradebook_scores(db_url, ex) for ex in exercises},
         "autograded": digest(course / "autograded"),
         "csv": grades,
+    }
+    sandbox = {
+        "refused": refused,
+        "course files": (course_files, digest(course, "*", leave_out=GRADING_OUTPUT)),
+        "left behind": left_behind + processes_with(),  # at the end of grading, and after feedback and export
+        "gradebook": (gradebook_after_grading, digest(course, "gradebook.db")),
     }
 
     # Again: release and autograde must keep every submission and every grade.
@@ -250,7 +310,14 @@ def cycle(tmp_path_factory):
     for step, seconds in times.items():
         print(f"  {step:<24} {seconds:6.1f}")
     print(f"  {'class (all autograding)':<24} {sum(v for k, v in times.items() if k.startswith('autograde')):6.1f}")
-    return {"course": course, "exercises": exercises, "expected": expected, "first": first, "again": again}
+    return {
+        "course": course,
+        "exercises": exercises,
+        "expected": expected,
+        "first": first,
+        "again": again,
+        "sandbox": sandbox,
+    }
 
 
 def test_the_class_has_exercises():
@@ -365,16 +432,92 @@ def test_release_and_autograde_again_keep_submissions_and_grades(cycle):
 
 
 def test_the_course_configuration_keeps_nbgraders_default_preprocessors():
-    """nbgrader_config.py lists nbgrader's autograde preprocessors with one swap; a newer nbgrader that
+    """nbgrader_config.py lists nbgrader's preprocessors with the course's swaps; a newer nbgrader that
     changes its defaults must show up here, not as a silently different autograder."""
     from nbgrader.converters import Autograde
     from traitlets.config.loader import PyFileConfigLoader
 
     config = PyFileConfigLoader("nbgrader_config.py", path=str(ROOT)).load_config()
-    ours = list(config.Autograde.autograde_preprocessors)
-    default = Autograde.class_traits()["autograde_preprocessors"].default()
-    names = [f"{p.__module__.split('.')[0]}.preprocessors.{p.__name__}" for p in default]
-    assert ours == [
-        "seqlab.grading.nbgrader_plugins.ExecuteSurvivingKernelDeath" if n == "nbgrader.preprocessors.Execute" else n
-        for n in names
+
+    def defaults(name):
+        default = Autograde.class_traits()[name].default()
+        return [f"{p.__module__.split('.')[0]}.preprocessors.{p.__name__}" for p in default]
+
+    plugins = "seqlab.grading.nbgrader_plugins"
+    assert list(config.Autograde.autograde_preprocessors) == [
+        f"{plugins}.SandboxedExecute" if n == "nbgrader.preprocessors.Execute" else n
+        for n in defaults("autograde_preprocessors")
     ]
+    sanitize = []
+    for n in defaults("sanitize_preprocessors"):
+        sanitize.append(f"{plugins}.OverwriteCellsKeepingWork" if n == "nbgrader.preprocessors.OverwriteCells" else n)
+        if n == "nbgrader.preprocessors.ClearOutput":
+            sanitize.append(f"{plugins}.RepairCellMetadata")
+    assert list(config.Autograde.sanitize_preprocessors) == sanitize
+
+
+# ---------------------------------------------------------------------------------------------------
+# The sandbox, the attacks and the work that stock nbgrader loses
+
+needs_sandbox = pytest.mark.skipif(bool(SANDBOX_MISSING), reason=f"no sandbox here: {SANDBOX_MISSING}")
+
+
+def notes(cycle, student, name=None) -> list:
+    return autograded(cycle, student, name)[1].metadata.get("seqlab", {}).get("notes", [])
+
+
+def test_without_bubblewrap_autograde_refuses_unless_switched_off(cycle):
+    refused = cycle["sandbox"]["refused"]
+    assert refused.returncode != 0
+    assert "refusing to grade without a sandbox" in refused.stderr + refused.stdout
+    assert "--Sandbox.enabled=False" in refused.stderr + refused.stdout
+    _, nb = autograded(cycle, "untouched", EXERCISES[0])  # graded first, with the sandbox switched off
+    assert nb.metadata.seqlab["sandbox"].startswith("no sandbox (switched off with Sandbox.enabled=False)")
+
+
+@needs_sandbox
+def test_every_other_kernel_ran_in_the_sandbox(cycle):
+    for name, student in cycle["expected"]:
+        if (name, student) != (EXERCISES[0], "untouched"):
+            _, nb = autograded(cycle, student, name)
+            assert nb.metadata.seqlab["sandbox"] == "sandboxed with bubblewrap", (student, name)
+
+
+@needs_sandbox
+def test_grading_leaves_the_course_the_submissions_and_the_package_as_they_were(cycle):
+    before, after = cycle["sandbox"]["course files"]
+    assert set(before) >= {"nbgrader_config.py", "Makefile", "students.csv"}
+    assert after == before, {p for p in set(before) | set(after) if before.get(p) != after.get(p)}
+    assert not list(cycle["course"].rglob("planted*")), "an attack wrote into the course"
+    assert not (ROOT / "seqlab" / "grading" / PLANTED).exists(), "an attack wrote into the seqlab package"
+
+
+@needs_sandbox
+def test_no_process_of_a_submission_outlives_grading(cycle):
+    assert cycle["sandbox"]["left behind"] == []
+    right_after, at_the_end = cycle["sandbox"]["gradebook"]
+    assert at_the_end == right_after, "the gradebook changed after grading"
+
+
+def test_a_50_mb_line_is_cut_to_the_output_limit(cycle):
+    ex, nb = autograded(cycle, "big_line")
+    path = cycle["course"] / "autograded" / "big_line" / ex.name / f"{ex.name}.ipynb"
+    assert path.stat().st_size < 1_000_000
+    feedback = cycle["course"] / "feedback" / "big_line" / ex.name / f"{ex.name}.html"
+    assert feedback.stat().st_size < 2_000_000
+    assert any("was cut at" in note for note in notes(cycle, "big_line")), notes(cycle, "big_line")
+
+
+@pytest.mark.parametrize(
+    "student, note",
+    [
+        ("copied_test", "times: the last copy is graded"),
+        ("answer_moved", "was missing: the original was put back"),
+        ("graded_off", "had its graded flag switched off: graded as the exercise's"),
+        ("sidebar", "had been made a markdown cell"),
+        ("loop_swallows", "ignored the interrupt: a new kernel ran the cells above it again"),
+    ],
+)
+def test_lost_work_is_graded_with_a_note(cycle, student, note):
+    """The score is checked with every other student's; here, that the repair is said."""
+    assert any(note in n for n in notes(cycle, student)), notes(cycle, student)

@@ -1,23 +1,47 @@
-"""`seqlab grade PATH`: a perfect notebook, an untouched release, and broken ones.
+"""`seqlab grade PATH`: a perfect notebook, an untouched release, attacks, lost work, broken notebooks.
 
 The perfect notebook, in a folder of its own, is graded against a copy of this repository's course
 files (hidden tests from solutions/) whose nbgrader_config.py points the class gradebook at a server
 that does not exist: the grading must not need it, and the course must be left exactly as it was. The untouched release
-is graded where it lies in a student's copy of the course that has no solutions/ (visible tests only):
-only its feedback file may appear. Broken notebooks are refused before nbgrader starts, so most of
-them run in-process.
+is graded where it lies in a student's copy of the course that has no solutions/ (visible tests only)
+and no bubblewrap (its nbgrader_config.py names a program that does not exist): the command says that
+it grades unsandboxed, and only the feedback file may appear.
+
+The attacks and the lost work of ``grading_harness.KINDS`` (the class cycle grades them too), and a
+perfect notebook saved as ``ex1.ipynb``, are graded in one command over their folder, with a short cell
+timeout: each scores what the solution's points say, the course, the student's other files and the
+seqlab package stay byte-identical, and no process they started is alive afterwards. Ctrl-C and SIGTERM
+stop the command without a traceback and without leaving its temporary course (and the kernel's
+connection file) behind. Broken notebooks are refused before nbgrader starts, so most of them run
+in-process.
 """
 
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
 import nbformat
 import pytest
-from grading_harness import BIN, ROOT, cell, exercise_names, graded_points, nbgrader_meta, solved
+from grading_harness import (
+    BIN,
+    KINDS,
+    PLANTED,
+    ROOT,
+    SANDBOX_MISSING,
+    attack,
+    cell,
+    exercise_names,
+    graded_points,
+    nbgrader_meta,
+    processes_with,
+    solved,
+)
 
 from seqlab.grading import autograde
 from seqlab.grading.cli import main, notebooks_in
@@ -27,6 +51,8 @@ pytestmark = pytest.mark.xdist_group("grade-command")
 RELEASED = exercise_names(ROOT / "exercises")  # what students can grade
 FIRST = RELEASED[0]
 UNREACHABLE = "postgresql://nobody@127.0.0.1:9/class_gradebook"  # port 9 (discard): nothing answers
+NO_BWRAP = '\nc.Sandbox.bwrap = "no-such-bwrap"\n'
+needs_sandbox = pytest.mark.skipif(bool(SANDBOX_MISSING), reason=f"no sandbox here: {SANDBOX_MISSING}")
 SKIP = {".git", ".venv", "_build", "__pycache__", ".ruff_cache", ".pytest_cache", ".ipynb_checkpoints"}
 
 
@@ -34,12 +60,22 @@ def release(name: str):
     return nbformat.read(ROOT / "exercises" / name / f"{name}.ipynb", as_version=4)
 
 
-def seqlab_grade(*args, cwd) -> subprocess.CompletedProcess:
-    """The console script, as a student runs it."""
-    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+def seqlab_grade(*args, cwd, **env) -> subprocess.CompletedProcess:
+    """The console script, as a student runs it (``env``: more environment variables)."""
+    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", **env)
     return subprocess.run(
-        [str(BIN / "seqlab"), "grade", *map(str, args)], cwd=cwd, env=env, capture_output=True, text=True, timeout=600
+        [str(BIN / "seqlab"), "grade", *map(str, args)], cwd=cwd, env=env, capture_output=True, text=True, timeout=900
     )
+
+
+def course_copy(folder: Path) -> Path:
+    """This repository's course files (solutions/ and exercises/), with a class gradebook on a server that
+    does not exist: `seqlab grade` must use a gradebook of its own."""
+    config = (ROOT / "nbgrader_config.py").read_text() + f'\nc.CourseDirectory.db_url = "{UNREACHABLE}"\n'
+    (folder / "nbgrader_config.py").write_text(config)
+    for name in ["solutions", "exercises"]:
+        shutil.copytree(ROOT / name, folder / name, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    return folder
 
 
 def snapshot(root: Path) -> dict:
@@ -68,12 +104,7 @@ def perfect(tmp_path_factory):
     notebook = folder / f"{FIRST}.ipynb"
     solution = nbformat.read(ROOT / "solutions" / FIRST / f"{FIRST}.ipynb", as_version=4)
     nbformat.write(solved(release(FIRST), solution), notebook)
-    course = tmp_path_factory.mktemp("course")  # the course's files, away from concurrent work in the repository
-    # A class gradebook on a server that does not exist: `seqlab grade` must use a gradebook of its own.
-    config = (ROOT / "nbgrader_config.py").read_text() + f'\nc.CourseDirectory.db_url = "{UNREACHABLE}"\n'
-    (course / "nbgrader_config.py").write_text(config)
-    for folder in ["solutions", "exercises"]:
-        shutil.copytree(ROOT / folder, course / folder, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    course = course_copy(tmp_path_factory.mktemp("course"))  # away from concurrent work in the repository
     before = snapshot(course)
     result = seqlab_grade(notebook, cwd=course)  # the course is found from the working folder
     return {"notebook": notebook, "result": result, "before": before, "after": snapshot(course), "solution": solution}
@@ -111,7 +142,8 @@ def test_grading_leaves_the_course_as_it_was(perfect):
 @pytest.fixture(scope="module")
 def untouched(tmp_path_factory):
     course = tmp_path_factory.mktemp("students-copy")
-    shutil.copy(ROOT / "nbgrader_config.py", course)
+    # a machine without bubblewrap: its program under a name that does not exist
+    (course / "nbgrader_config.py").write_text((ROOT / "nbgrader_config.py").read_text() + NO_BWRAP)
     shutil.copytree(ROOT / "exercises", course / "exercises")
     notebook = course / "exercises" / FIRST / f"{FIRST}.ipynb"
     before = snapshot(course)
@@ -135,11 +167,176 @@ def test_untouched_release_scores_zero(untouched):
     assert f"{total:g} of {total:g} points missing." in out
 
 
+def test_without_bubblewrap_the_command_says_it_grades_unsandboxed(untouched):
+    out = untouched["result"].stdout
+    assert "warning: grading without a sandbox: bubblewrap is not installed (no no-such-bwrap on PATH" in out
+    assert "The notebook runs with your rights" in out
+
+
 def test_only_the_feedback_file_is_written(untouched):
     new = set(untouched["after"]) - set(untouched["before"])
     changed = {p for p in untouched["before"] if untouched["after"].get(p) != untouched["before"][p]}
     assert new == {f"exercises/{FIRST}/{FIRST}.feedback.html"}
     assert not changed
+
+
+# ---------------------------------------------------------------------------------------------------
+# Attacks and lost work, graded in one command over their folder
+
+ATTEMPTS_TIMEOUT = 20  # seconds per cell: the loop that swallows its interrupt costs this, twice at most
+
+
+def sections(output: str) -> dict:
+    """``{notebook file name: its part of the output}`` of `seqlab grade FOLDER`."""
+    parts = {}
+    for part in output.split("-" * 100):
+        head = next((line for line in part.splitlines() if line.startswith("Grading ")), None)
+        if head is not None:
+            parts[Path(head.split(": exercise")[0][len("Grading ") :]).name] = part
+    return parts
+
+
+@pytest.fixture(scope="module")
+def attempts(tmp_path_factory):
+    """Every kind of ``KINDS`` and a perfect notebook saved as ex1.ipynb, for the first exercise, in one
+    folder; the student's other work in another one; graded with TMPDIR in a folder of its own."""
+    course = course_copy(tmp_path_factory.mktemp("attempts-course"))
+    student = tmp_path_factory.mktemp("student")
+    folder, other = student / "attempts", student / "other"
+    folder.mkdir()
+    other.mkdir()
+    solution = nbformat.read(ROOT / "solutions" / FIRST / f"{FIRST}.ipynb", as_version=4)
+    kinds = [k for k in KINDS if not (SANDBOX_MISSING and KINDS[k][1] == "nothing")]  # no attack unsandboxed
+    for kind in kinds:
+        nbformat.write(attack(kind, FIRST, release(FIRST), solution), folder / f"{kind}.ipynb")
+    nbformat.write(solved(release(FIRST), solution), folder / "ex1.ipynb")  # recognised by its cells
+    nbformat.write(release(FIRST), other / f"{FIRST}.ipynb")
+    (other / "notes.txt").write_text("my notes")
+    temporary = Path(tempfile.mkdtemp(prefix="seqlab-test-"))  # a short path: it holds the kernel's sockets
+    try:
+        before = {"course": snapshot(course), "other": snapshot(other), "tmp": snapshot(temporary)}
+        result = seqlab_grade(folder, "--timeout", ATTEMPTS_TIMEOUT, cwd=course, TMPDIR=str(temporary))
+        after = {"course": snapshot(course), "other": snapshot(other), "tmp": snapshot(temporary)}
+    finally:
+        shutil.rmtree(temporary, ignore_errors=True)
+    return {
+        "result": result,
+        "sections": sections(result.stdout),
+        "kinds": kinds,
+        "points": graded_points(solution),
+        "folder": folder,
+        "before": before,
+        "after": after,
+        "left behind": processes_with(),
+    }
+
+
+def total(part: str) -> str:
+    return " ".join(row(part, "total").split()[1:])
+
+
+def test_every_attempt_is_graded(attempts):
+    assert sorted(attempts["sections"]) == sorted([f"{k}.ipynb" for k in attempts["kinds"]] + ["ex1.ipynb"]), (
+        attempts["result"].stdout + attempts["result"].stderr
+    )
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_an_attempt_scores_what_the_solutions_points_say(attempts, kind):
+    if kind not in attempts["kinds"]:
+        pytest.skip(f"no attack without a sandbox: {SANDBOX_MISSING}")
+    possible = sum(attempts["points"].values())
+    expected = {"everything": possible, "nothing": 0}[KINDS[kind][1]]
+    assert total(attempts["sections"][f"{kind}.ipynb"]) == f"{expected:g} / {possible:g}", attempts["sections"][
+        f"{kind}.ipynb"
+    ]
+
+
+def test_a_correct_notebook_saved_as_ex1_is_graded(attempts):
+    part = attempts["sections"]["ex1.ipynb"]
+    assert f"exercise {FIRST}" in part and "Full marks." in part
+
+
+@pytest.mark.parametrize(
+    "kind, note",
+    [
+        ("copied_test", "was in the notebook 2 times: the last copy is graded"),
+        ("answer_moved", "was missing: the original was put back"),
+        ("graded_off", "had its graded flag switched off: graded as the exercise's"),
+        ("sidebar", "had been made a markdown cell"),
+        ("swallows", "ignored the interrupt: a new kernel ran the cells above it again"),
+        ("big_line", "was cut at"),
+    ],
+)
+def test_what_grading_repaired_is_a_note(attempts, kind, note):
+    part = attempts["sections"][f"{kind}.ipynb"]
+    assert any(line.startswith("note: ") and note in line for line in part.splitlines()), part
+
+
+def test_a_50_mb_line_leaves_a_small_feedback_page(attempts):
+    assert (attempts["folder"] / "big_line.feedback.html").stat().st_size < 2_000_000
+
+
+@needs_sandbox
+def test_attempts_say_they_are_sandboxed_and_change_nothing_else(attempts):
+    assert "without a sandbox" not in attempts["result"].stdout
+    assert attempts["after"]["course"] == attempts["before"]["course"]
+    assert attempts["after"]["other"] == attempts["before"]["other"], "the student's other work changed"
+    assert not (ROOT / "seqlab" / "grading" / PLANTED).exists(), "an attack wrote into the seqlab package"
+    written = {p.name for p in attempts["folder"].iterdir()} - {f"{k}.ipynb" for k in attempts["kinds"]}
+    assert written == {f"{k}.feedback.html" for k in attempts["kinds"]} | {"ex1.ipynb", "ex1.feedback.html"}
+
+
+@needs_sandbox
+def test_no_process_of_an_attempt_outlives_grading_nor_any_temporary_file(attempts):
+    assert attempts["left behind"] == []
+    assert attempts["after"]["tmp"] == attempts["before"]["tmp"] == {}, "a temporary file was left behind"
+
+
+def processes_naming(text: str) -> list:
+    """The command lines that mention ``text`` (a kernel names its connection file, under TMPDIR)."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            line = cmdline.read_bytes().decode(errors="replace").replace("\0", " ")
+        except OSError:
+            continue
+        if text in line:
+            found.append(line[:200])
+    return found
+
+
+@pytest.mark.parametrize(
+    "signum, status, said", [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "stopped")]
+)
+def test_ctrl_c_and_sigterm_stop_grading_and_leave_nothing(tmp_path, request, signum, status, said):
+    """While a cell runs: no traceback, no temporary course, no connection file, no kernel left."""
+    nb = release(FIRST)
+    nb.cells.insert(1, nbformat.v4.new_code_cell("open('started', 'w').close()\nimport time\n\ntime.sleep(600)\n"))
+    nbformat.write(nb, tmp_path / f"{FIRST}.ipynb")
+    temporary = Path(tempfile.mkdtemp(prefix="seqlab-test-"))  # a short path: it holds the kernel's sockets
+    request.addfinalizer(lambda: shutil.rmtree(temporary, ignore_errors=True))
+    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", TMPDIR=str(temporary))
+    command = [str(BIN / "seqlab"), "grade", str(tmp_path / f"{FIRST}.ipynb"), "--course", str(ROOT)]
+    grading = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not list(temporary.glob("seqlab-grade-*/seqlab-kernel-*/work/started")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert list(temporary.glob("seqlab-grade-*/seqlab-kernel-*/work/started")), "the cell never started"
+    grading.send_signal(signum)
+    out, err = grading.communicate(timeout=60)
+    assert grading.returncode == status, out + err
+    assert f"seqlab grade: {said}" in err and "Traceback" not in err, err
+    assert list(temporary.iterdir()) == [], "a temporary file was left behind"
+    assert processes_naming(str(temporary)) == [], "a process of the grading is still alive"
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "1.5", "soon"])
+def test_a_timeout_that_is_not_a_positive_whole_number_is_refused(capsys, value):
+    with pytest.raises(SystemExit) as stop:
+        main(["grade", "anything.ipynb", "--timeout", value])
+    assert stop.value.code == 2
+    assert "--timeout" in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -36,6 +37,8 @@ sys.modules.setdefault("rfc3987_syntax", None)
 
 import nbformat  # noqa: E402 (after the block above)
 
+from seqlab.grading import sandbox  # noqa: E402
+
 __all__ = ["EXIT_FAILED", "EXIT_FULL_MARKS", "EXIT_POINTS_MISSING", "EXIT_REFUSED", "Exercise", "GradingFailed"]
 __all__ += ["Refused", "Report", "Task", "find_course", "find_exercises", "format_report", "grade", "identify"]
 __all__ += ["feedback_path", "read_notebook"]
@@ -48,6 +51,7 @@ EXIT_FAILED = 3  # nbgrader itself failed
 
 FEEDBACK_SUFFIX = ".feedback.html"  # <name>.feedback.html next to <name>.ipynb (git ignores it)
 STUDENT = "student"  # the student id in the temporary gradebook
+NBGRADER_SECONDS = 120  # what nbgrader needs besides the notebook's cells (release, gradebook, feedback)
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
@@ -201,12 +205,14 @@ def _matches(cells: dict, fingerprint: dict) -> int:
 
 
 def _claimed(path: Path, exercises: dict) -> str | None:
-    """The exercise that the notebook's file name, or else its folder's name, says it is: ``ex01...``
-    claims the course's ``ex01_*``. ``None`` when neither name starts with ``exNN``."""
+    """The exercise that the notebook's file name, or else its folder's name, says it is: ``ex01...`` or
+    ``ex1...`` claims the course's ``ex01_*``. ``None`` when neither name starts with the number of one
+    of the course's exercises: the notebook's cells alone then say which exercise it is."""
+    numbers = {int(e.number[2:]): e.name for e in exercises.values() if e.number[2:].isdigit()}
     for name in (path.stem, path.resolve().parent.name):
-        m = re.match(r"(ex\d+)", name)
-        if m:
-            return next((e.name for e in exercises.values() if e.number == m.group(1)), m.group(1))
+        m = re.match(r"ex0*(\d+)(?!\d)", name)
+        if m and int(m.group(1)) in numbers:
+            return numbers[int(m.group(1))]
     return None
 
 
@@ -254,6 +260,7 @@ class Report:
     tasks: list
     notes: list = field(default_factory=list)  # what else the student should know (cells that raised, ...)
     feedback: Path | None = None
+    sandbox: str = ""  # how the notebook ran: "sandboxed with bubblewrap", or why it was not
 
     @property
     def earned(self) -> float:
@@ -276,11 +283,12 @@ def grade(path, course=None, timeout: int | None = None, log=None, announce=None
         course: the course folder; by default the one above ``path``, the working folder, or this package.
         timeout: seconds per cell (default: the course's ``c.Execute.timeout``).
         log: a callable that receives nbgrader's log (for ``--verbose``); by default it is dropped.
-        announce: a callable ``(exercise, hidden_tests)`` told what is graded before grading starts.
+        announce: a callable ``(exercise, hidden_tests, unsandboxed)`` told what is graded before grading
+            starts; ``unsandboxed`` is ``None``, or why the notebook runs without a sandbox.
 
     Raises:
         Refused: the notebook cannot be graded (the message says why).
-        GradingFailed: nbgrader failed.
+        GradingFailed: nbgrader failed, or grading ran past its time (``timeout`` for each code cell).
     """
     path = Path(path)
     nb = read_notebook(path)
@@ -290,17 +298,25 @@ def grade(path, course=None, timeout: int | None = None, log=None, announce=None
         raise Refused(f"the course {root} has no exercises (exercises/<name>/<name>.ipynb)")
     exercise = exercises[identify(path, nb, exercises)]
     source = exercise.solution or exercise.release
+    if timeout is not None and timeout < 1:
+        raise ValueError(f"timeout must be at least 1 second, got {timeout}")
+    config = _course_config(root)
+    timeout = timeout or _course_timeout(config)
+    # Every code cell may take its time limit, and the cells of the exercise that the notebook lacks
+    # are put back: the notebook gets that long in all (seqlab.grading.nbgrader_plugins stops it there).
+    cells = sum(c.cell_type == "code" for c in nb.cells) + len(_nbgrader_cells(nbformat.read(source, as_version=4)))
     if announce is not None:
-        announce(exercise.name, exercise.solution is not None)
+        announce(exercise.name, exercise.solution is not None, _unsandboxed(config))
     with tempfile.TemporaryDirectory(prefix="seqlab-grade-") as tmp:
         tmp = Path(tmp)
         shutil.copy(root / "nbgrader_config.py", tmp / "nbgrader_config.py")
         (tmp / "solutions" / exercise.name).mkdir(parents=True)
         shutil.copy(source, tmp / "solutions" / exercise.name / f"{exercise.name}.ipynb")
-        result = _run_nbgrader(tmp, exercise.name, path, timeout, log)
+        result = _run_nbgrader(tmp, exercise.name, path, timeout, timeout * cells, log)
         graded = nbformat.read(result["autograded"], as_version=4)
         report = Report(exercise.name, path, exercise.solution is not None, _tasks(graded, result["grades"]))
         report.notes = _notes(graded, result)
+        report.sandbox = graded.metadata.get("seqlab", {}).get("sandbox", "")
         feedback = feedback_path(path, root)
         if feedback is None:
             report.notes.append(
@@ -315,6 +331,27 @@ def grade(path, course=None, timeout: int | None = None, log=None, announce=None
     return report
 
 
+def _course_config(course: Path):
+    """The course's nbgrader configuration (``nbgrader_config.py``)."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    return PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
+
+
+def _course_timeout(config) -> int:
+    """The course's ``c.Execute.timeout`` (seconds per cell), or nbgrader's 30 when it sets none."""
+    timeout = config.Execute.get("timeout", 30)
+    return timeout if isinstance(timeout, int) and timeout > 0 else 30
+
+
+def _unsandboxed(config) -> str | None:
+    """Why the notebook will run without a sandbox, or ``None`` when it runs in one."""
+    settings = sandbox.Sandbox(config=config)
+    if not settings.enabled:
+        return "the course's nbgrader_config.py switches it off (c.Sandbox.enabled = False)"
+    return settings.reason_unavailable()
+
+
 def feedback_path(notebook: Path, course: Path) -> Path | None:
     """``<name>.feedback.html`` next to the notebook; ``None`` inside the course's solutions/, where any
     file but a notebook would go out to students with the next release."""
@@ -323,20 +360,55 @@ def feedback_path(notebook: Path, course: Path) -> Path | None:
     return notebook.with_name(notebook.stem + FEEDBACK_SUFFIX)
 
 
-def _run_nbgrader(course: Path, exercise: str, notebook: Path, timeout, log) -> dict:
-    """Run :func:`_nbgrader_steps` in a fresh Python: nbgrader's output (and the kernel's) is captured."""
+def _run_nbgrader(course: Path, exercise: str, notebook: Path, timeout: int, total: int, log) -> dict:
+    """Run :func:`_nbgrader_steps` in a fresh Python, its output (nbgrader's log) in a file.
+
+    The notebook gets ``total`` seconds; nbgrader itself, some more. Past that, or when this process is
+    interrupted (Ctrl-C, SIGTERM), the grading process is stopped, and so is its kernel: a sandboxed
+    kernel dies with the process that started it, a kernel without a sandbox is stopped by that process
+    when it gets SIGTERM. The temporary course, with the kernel's connection file, goes with the caller's
+    temporary folder.
+    """
     bin_dir = str(Path(sys.executable).parent)  # nbgrader runs `alembic` as a program
     env = dict(os.environ, PATH=bin_dir + os.pathsep + os.environ.get("PATH", ""), PYTHONDONTWRITEBYTECODE="1")
     command = [sys.executable, "-m", "seqlab.grading.autograde", str(course), exercise, str(notebook.resolve())]
-    command += [str(timeout)] if timeout else []
-    done = subprocess.run(command, cwd=course, env=env, capture_output=True, text=True)
+    command += [str(timeout), str(total)]
+    limit = total + NBGRADER_SECONDS
+    with open(course / "nbgrader.log", "w+b") as output:
+        # A session of its own: Ctrl-C in the terminal reaches this process only, which stops the child.
+        child = subprocess.Popen(command, cwd=course, env=env, stdout=output, stderr=subprocess.STDOUT,
+                                 stdin=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+        try:
+            returncode = child.wait(timeout=limit)
+        except subprocess.TimeoutExpired:
+            returncode = None
+        finally:
+            _stop(child)
+        output.seek(0)
+        text = output.read().decode(errors="replace")
     if log is not None:
-        log(done.stdout + done.stderr)
+        log(text)
     result_file = course / "result.json"
-    if done.returncode != 0 or not result_file.is_file():
-        tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-25:])
-        raise GradingFailed(f"nbgrader failed to grade {notebook} (exit status {done.returncode}):\n{tail}")
+    if returncode is None:
+        raise GradingFailed(f"grading {notebook} took longer than {limit} s and was stopped")
+    if returncode != 0 or not result_file.is_file():
+        tail = "\n".join(text.strip().splitlines()[-25:])
+        raise GradingFailed(f"nbgrader failed to grade {notebook} (exit status {returncode}):\n{tail}")
     return json.loads(result_file.read_text())
+
+
+def _stop(child: subprocess.Popen) -> None:
+    """Stop the grading process if it still runs: SIGTERM (it stops its kernel), then SIGKILL."""
+    if child.poll() is not None:
+        return
+    try:
+        os.killpg(child.pid, signal.SIGTERM)
+        child.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)
+        child.wait()
+    except ProcessLookupError:
+        child.wait()
 
 
 def alembic_head() -> str:
@@ -347,7 +419,7 @@ def alembic_head() -> str:
     return ScriptDirectory(ALEMBIC_DIR).get_current_head()
 
 
-def _nbgrader_steps(course: Path, exercise: str, notebook: Path, timeout: int | None) -> int:
+def _nbgrader_steps(course: Path, exercise: str, notebook: Path, timeout: int, total: int) -> int:
     """In the temporary course: generate the assignment (its cells go into the gradebook), submit a copy
     of the notebook, autograde it, generate its feedback, and write ``result.json``."""
     import nbgrader.api
@@ -364,8 +436,13 @@ def _nbgrader_steps(course: Path, exercise: str, notebook: Path, timeout: int | 
     config.CourseDirectory.root = str(course)
     # Never the course's own gradebook, wherever its db_url points (a class's PostgreSQL server).
     config.CourseDirectory.db_url = f"sqlite:///{course / 'gradebook.db'}"
-    if timeout:
-        config.Execute.timeout = timeout
+    config.Execute.timeout = timeout
+    config.SandboxedExecute.total_timeout = total
+    # The kernel's folders (connection file, scratch) inside the temporary course, which goes at the end
+    # whatever happens; and a student's own notebook runs unsandboxed, with a warning, where bubblewrap
+    # cannot run (an instructor's class refuses to).
+    config.SandboxedExecute.session_folder = str(course)
+    config.Sandbox.fallback_unsandboxed = True
     api = NbGraderAPI(config=config)
     coursedir = api.coursedir
     submitted = Path(coursedir.format_path(coursedir.submitted_directory, STUDENT, exercise))
@@ -391,8 +468,8 @@ def _nbgrader_steps(course: Path, exercise: str, notebook: Path, timeout: int | 
     # cells, and the student's copy keeps it as they change the cell.
     mine = {}
     for c in nbformat.read(submitted / f"{exercise}.ipynb", as_version=4).cells:
-        meta = c.metadata.get("nbgrader", {})
-        if meta.get("grade_id"):
+        meta = c.metadata.get("nbgrader")
+        if isinstance(meta, dict) and isinstance(meta.get("grade_id"), str) and meta["grade_id"]:
             mine[meta["grade_id"]] = (meta, "checksum" in meta and compute_checksum(c) != meta["checksum"])
     autograded = Path(coursedir.format_path(coursedir.autograded_directory, STUDENT, exercise)) / f"{exercise}.ipynb"
     feedback = Path(coursedir.format_path(coursedir.feedback_directory, STUDENT, exercise)) / f"{exercise}.html"
@@ -404,10 +481,14 @@ def _nbgrader_steps(course: Path, exercise: str, notebook: Path, timeout: int | 
             g for g, (meta, changed) in mine.items() if meta.get("solution") and "checksum" in meta and not changed
         ],
         "edited": [g for g, (meta, changed) in mine.items() if g in tests and changed],
-        "missing": sorted(tests - set(mine)),  # nbgrader put them back
     }
     (course / "result.json").write_text(json.dumps(result))
     return 0
+
+
+def _terminate(signum, frame):  # noqa: ARG001 (a signal handler's signature)
+    """SIGTERM in the grading process: unwind like Ctrl-C, so that nbclient stops the kernel."""
+    raise KeyboardInterrupt
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -460,7 +541,8 @@ def _tasks(graded, grades: list) -> list:
 
 def _notes(graded, result: dict) -> list:
     """What explains the failures, in the notebook's order: answers not written yet, the student's own
-    cells that raised, test cells that were deleted or edited (nbgrader graded the originals)."""
+    cells that raised, test cells that were edited (nbgrader graded the originals); then what grading
+    repaired or met (deleted or copied cells, damaged settings, a kernel lost and replaced)."""
     notes = []
     for gid, c in _nbgrader_cells(graded).items():
         meta = c.metadata.nbgrader
@@ -470,11 +552,9 @@ def _notes(graded, result: dict) -> list:
             failure = _failure(c)
             if failure and not failure.startswith("wrote to stderr"):
                 notes.append(f"your cell {gid} raised {failure}")
-        elif gid in result["missing"]:
-            notes.append(f"the test cell {gid} was missing from your notebook: the original was put back")
         elif gid in result["edited"]:
             notes.append(f"the test cell {gid} was edited in your notebook: the original was graded")
-    return notes
+    return notes + list(graded.metadata.get("seqlab", {}).get("notes", []))
 
 
 def _points(x: float) -> str:
@@ -497,6 +577,10 @@ def format_report(report: Report) -> str:
 
 
 if __name__ == "__main__":  # the nbgrader process that _run_nbgrader starts
-    course_arg, exercise_arg, notebook_arg, *timeout_arg = sys.argv[1:]
-    timeout_seconds = int(timeout_arg[0]) if timeout_arg else None
-    sys.exit(_nbgrader_steps(Path(course_arg), exercise_arg, Path(notebook_arg), timeout_seconds))
+    signal.signal(signal.SIGTERM, _terminate)
+    course_arg, exercise_arg, notebook_arg, timeout_arg, total_arg = sys.argv[1:]
+    try:
+        status = _nbgrader_steps(Path(course_arg), exercise_arg, Path(notebook_arg), int(timeout_arg), int(total_arg))
+    except KeyboardInterrupt:
+        status = 130
+    sys.exit(status)

@@ -3,11 +3,14 @@
     seqlab grade PATH      grade an exercise notebook where it is (see seqlab.grading.autograde)
 
 Exit statuses of ``seqlab grade``: 0 full marks; 1 points missing; 2 refused (not a notebook of this
-course, corrupt, another exercise's notebook, no course found); 3 nbgrader failed.
+course, corrupt, another exercise's notebook, no course found); 3 nbgrader failed or ran out of time;
+130 interrupted (Ctrl-C); 143 stopped (SIGTERM).
 """
 
 import argparse
+import signal
 import sys
+import threading
 from pathlib import Path
 
 try:
@@ -19,11 +22,14 @@ GRADE_HELP = """\
 Grade an exercise notebook where it is, as the instructor's autograder would: nbgrader runs the
 exercise's tests (the hidden ones too, when this copy of the course has solutions/) on a copy of it in
 a temporary course, prints the points of every test with the first line of each failure, and writes
-the feedback next to the notebook as <name>.feedback.html. Nothing else is written."""
+the feedback next to the notebook as <name>.feedback.html. Nothing else is written. The notebook runs
+in a bubblewrap sandbox (no network, no access to your files); without bubblewrap it runs with your
+rights, and the command says so."""
 
 EXIT_STATUSES = """\
 exit status: 0 full marks; 1 points missing; 2 refused (not a notebook of this course, a corrupt
-notebook, another exercise's notebook, no course found); 3 nbgrader failed"""
+notebook, another exercise's notebook, no course found); 3 nbgrader failed or ran out of time;
+130 interrupted (Ctrl-C); 143 stopped (SIGTERM)"""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -40,9 +46,34 @@ def _parser() -> argparse.ArgumentParser:
         "notebook", type=Path, metavar="PATH", help="the exercise notebook (.ipynb), or a folder: every notebook in it"
     )
     grade.add_argument("--course", type=Path, help="the course folder (default: found above PATH or here)")
-    grade.add_argument("--timeout", type=int, help="seconds per cell (default: the course's c.Execute.timeout)")
+    grade.add_argument(
+        "--timeout",
+        type=seconds,
+        metavar="SECONDS",
+        help="seconds per cell, at least 1 (default: the course's c.Execute.timeout); the notebook gets that "
+        "long for each of its code cells in all",
+    )
     grade.add_argument("-v", "--verbose", action="store_true", help="show nbgrader's log")
     return parser
+
+
+def seconds(text: str) -> int:
+    """``--timeout``'s type: a whole number of seconds, at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of seconds") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is too short: a cell needs at least 1 second") from None
+    return value
+
+
+class Stopped(Exception):
+    """SIGTERM: unwind, so that the grading process and the temporary course are cleaned up."""
+
+
+def _stop_on_sigterm(signum, frame):  # noqa: ARG001 (a signal handler's signature)
+    raise Stopped
 
 
 def _tests(exercise: str, hidden_tests: bool) -> str:
@@ -81,8 +112,15 @@ def notebooks_in(folder: Path) -> list:
 
 
 def grade_one(notebook: Path, args) -> int:
-    def announce(exercise, hidden_tests):
-        print(f"Grading {notebook}: exercise {exercise}, with {_tests(exercise, hidden_tests)}.\n", flush=True)
+    def announce(exercise, hidden_tests, unsandboxed):
+        print(f"Grading {notebook}: exercise {exercise}, with {_tests(exercise, hidden_tests)}.", flush=True)
+        if unsandboxed:
+            print(
+                f"warning: grading without a sandbox: {unsandboxed}. The notebook runs with your rights: "
+                "it can read and change your files.",
+                flush=True,
+            )
+        print(flush=True)
 
     log = (lambda text: print(text, file=sys.stderr)) if args.verbose else None
     try:
@@ -104,9 +142,20 @@ def grade_one(notebook: Path, args) -> int:
 
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
-    if args.command == "grade":
+    if args.command != "grade":
+        raise AssertionError(f"unknown command {args.command}")  # argparse refuses unknown commands first
+    # Ctrl-C or SIGTERM: the grading process is stopped and the temporary course removed on the way out.
+    main_thread = threading.current_thread() is threading.main_thread()  # only it can handle signals
+    previous = signal.signal(signal.SIGTERM, _stop_on_sigterm) if main_thread else None
+    try:
         return grade_command(args)
-    raise AssertionError(f"unknown command {args.command}")  # argparse refuses unknown commands first
+    except (KeyboardInterrupt, Stopped) as stop:
+        how = "interrupted" if isinstance(stop, KeyboardInterrupt) else "stopped (SIGTERM)"
+        print(f"\nseqlab grade: {how}: nothing was graded further, and nothing was left behind", file=sys.stderr)
+        return 130 if isinstance(stop, KeyboardInterrupt) else 143
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,296 @@
+"""The sandbox every graded kernel runs in: bubblewrap (``bwrap``, the sandbox behind Flatpak).
+
+A student's notebook is code from someone else, run with the grader's rights. Inside the sandbox the
+kernel sees, read-only, only what it needs to run: the system's programs and libraries, the Python
+environment, and the ``seqlab`` package. It does not see the course folder itself (``solutions/``, the
+gradebook, ``nbgrader_config.py``, other students' submissions), the grader's home folder, or the
+grader's environment variables (a gradebook password among them). It writes only to its scratch
+folder, a throwaway copy of the notebook's folder mounted where that folder is (the kernel's working
+folder), and to a small ``/tmp``. It has no network, and its own process namespace: when the kernel
+stops, everything it started is killed with it, so nothing outlives grading. Each of its processes is
+limited in memory (``RLIMIT_DATA``), in the size of a file it writes, and, where the grader runs as
+root and the kernel as ``nobody``, in the number of processes.
+
+The kernel talks to its client over Unix sockets (jupyter_client's ``ipc`` transport) in a private
+runtime folder bound into the sandbox: a kernel in its own network namespace cannot reach a client on
+the host's loopback.
+
+:class:`Sandbox` holds the settings (``c.Sandbox.*`` in ``nbgrader_config.py``) and builds the command
+line; :class:`SandboxedKernelManager` starts a kernel with it; :class:`KernelSession` owns the scratch
+and runtime folders of one notebook's run.
+"""
+
+import functools
+import glob
+import os
+import pwd
+import shutil
+import site
+import subprocess
+import sys
+import sysconfig
+import tempfile
+from pathlib import Path
+
+from jupyter_client.manager import AsyncKernelManager
+from traitlets import Bool, Instance, Integer, Unicode
+from traitlets.config import Configurable
+
+__all__ = ["KernelSession", "Sandbox", "SandboxedKernelManager", "unavailable_reason"]
+
+# The host's programs and libraries. A merged-/usr system has /bin, /lib... as symbolic links into /usr.
+SYSTEM = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt/conda"]
+# What a Python kernel reads from /etc: the dynamic linker's cache, users and groups (getpass, torch's
+# cache folders), time zone, name service switch, MIME types, Debian's alternatives. Nothing secret.
+ETC = ["ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "timezone", "passwd", "group", "nsswitch.conf"]
+ETC += ["hosts", "mime.types", "alternatives", "fonts", "matplotlibrc"]
+# Environment variables a kernel inherits; every other one (a gradebook URL with its password, tokens)
+# stays outside.
+KEEP_ENV = ["LANG", "LC_ALL", "LC_CTYPE", "TZ", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"]
+KEEP_ENV += ["SEQLAB_PROGRESS", "CUDA_VISIBLE_DEVICES", "MPLBACKEND", "PYTHONHASHSEED", "NBGRADER_EXECUTION"]
+# The sandbox's first process: it sets the limits, drops root's rights when the grader is root (to the
+# kernel's user, with no capabilities left), then becomes the kernel; every process the kernel starts
+# inherits the limits.
+LIMITS = (
+    "import os, resource, sys\n"
+    "memory, file_size, processes, uid, gid = map(int, sys.argv[1:6])\n"
+    "resource.setrlimit(resource.RLIMIT_DATA, (memory, memory))\n"
+    "resource.setrlimit(resource.RLIMIT_FSIZE, (file_size, file_size))\n"
+    "resource.setrlimit(resource.RLIMIT_CORE, (0, 0))\n"
+    "if uid >= 0:\n"
+    "    resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))\n"
+    "    os.setgroups([])\n"
+    "    os.setresgid(gid, gid, gid)\n"
+    "    os.setresuid(uid, uid, uid)\n"
+    "os.execv(sys.argv[6], sys.argv[6:])\n"
+)
+
+
+class Sandbox(Configurable):
+    """Settings of the sandbox around graded kernels (``c.Sandbox.*`` in ``nbgrader_config.py``)."""
+
+    bwrap = Unicode("bwrap", help="The bubblewrap program: a name on PATH, or a path").tag(config=True)
+    enabled = Bool(
+        True,
+        help="Run every graded kernel in bubblewrap. False grades without a sandbox: the student's code then "
+        "runs with the grader's rights and can read and change the course, the gradebook and every submission.",
+    ).tag(config=True)
+    fallback_unsandboxed = Bool(
+        False,
+        help="Where bubblewrap cannot run, grade without a sandbox (and say so) instead of refusing. "
+        "`seqlab grade` sets it: a student grading their own notebook risks only their own files.",
+    ).tag(config=True)
+    memory_limit = Integer(4 * 2**30, help="Bytes of memory each process of the kernel may allocate").tag(config=True)
+    file_size_limit = Integer(256 * 2**20, help="Largest file, in bytes, the kernel may write").tag(config=True)
+    tmp_size = Integer(512 * 2**20, help="Bytes of the kernel's /tmp and of its /dev/shm (each)").tag(config=True)
+    process_limit = Integer(
+        512, help="Processes and threads of the kernel's user, where the grader runs as root (the kernel as nobody)"
+    ).tag(config=True)
+
+    def reason_unavailable(self) -> str | None:
+        """Why bubblewrap cannot sandbox a kernel here, or ``None`` when it can."""
+        return unavailable_reason(self.bwrap)
+
+    def command(self, argv: list, *, workdir: str, scratch: str, runtime: str) -> list:
+        """``argv`` (a kernel's command line) wrapped in bubblewrap.
+
+        Args:
+            workdir: the kernel's working folder, as the kernel sees it (the notebook's folder).
+            scratch: the host folder mounted read-write at ``workdir``.
+            runtime: the host folder of the connection file and the sockets, mounted read-write where it is.
+        """
+        uid, gid = kernel_user() or (-1, -1)
+        limits = [self.memory_limit, self.file_size_limit, self.process_limit, uid, gid]
+        prefix = bwrap_prefix(self.bwrap, workdir=workdir, scratch=scratch, runtime=runtime, tmp_size=self.tmp_size)
+        return prefix + [sys.executable, "-I", "-S", "-c", LIMITS, *map(str, limits), *argv]
+
+
+def kernel_user() -> tuple | None:
+    """``(uid, gid)`` the kernel runs as when the grader is root (``nobody``); ``None`` otherwise, when
+    it keeps the grader's user id inside a user namespace of its own."""
+    if os.geteuid() != 0:
+        return None
+    try:
+        entry = pwd.getpwnam("nobody")
+        return entry.pw_uid, entry.pw_gid
+    except KeyError:
+        return 65534, 65534
+
+
+def _readable_paths() -> list:
+    """The host folders a kernel reads: the Python installation, the environment, the seqlab package and
+    any folder an environment's ``.pth`` file puts on ``sys.path`` (an editable install)."""
+    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+    paths |= {str(Path(sys.executable).resolve().parents[1])}
+    for site_packages in {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"], *site.getsitepackages()}:
+        for pth in glob.glob(os.path.join(site_packages, "*.pth")):
+            for line in Path(pth).read_text(errors="replace").splitlines():
+                if line.strip() and not line.startswith(("#", "import")) and os.path.isdir(line.strip()):
+                    paths.add(line.strip())
+    # seqlab itself, wherever it is installed from (an editable install maps it to the course's source tree)
+    paths.add(str(Path(__file__).resolve().parents[1]))
+    real = sorted({os.path.realpath(p) for p in paths if os.path.isdir(p)})
+    # a folder inside another one is bound with it
+    return [p for p in real if not any(p != q and p.startswith(q.rstrip("/") + "/") for q in real + SYSTEM)]
+
+
+def _parents(paths: list) -> list:
+    """The folders above ``paths``, top down: bubblewrap creates them private (mode 700) unless told."""
+    parents = []
+    for path in paths:
+        for parent in reversed(Path(path).parents[:-1]):
+            if str(parent) not in parents and str(parent) not in SYSTEM and str(parent) != "/tmp":
+                parents.append(str(parent))
+    return parents
+
+
+def bwrap_prefix(bwrap: str, *, workdir: str, scratch: str, runtime: str, tmp_size: int) -> list:
+    """bubblewrap's command line up to the command (see the module docstring for what it allows)."""
+    args = [shutil.which(bwrap) or bwrap, "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts"]
+    args += ["--unshare-cgroup-try", "--die-with-parent", "--new-session", "--hostname", "sandbox"]
+    if kernel_user() is None:  # a user namespace of its own, no capabilities, no further namespaces
+        args += ["--unshare-user", "--disable-userns", "--cap-drop", "ALL"]
+    # else bubblewrap runs as root and the sandbox's first process (LIMITS) drops to the kernel's user
+    for path in SYSTEM:
+        if os.path.islink(path):
+            args += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            args += ["--ro-bind", path, path]
+    for name in ETC:
+        args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+    readable = _readable_paths()
+    args += ["--perms", "1777", "--size", str(tmp_size), "--tmpfs", "/tmp"]
+    for parent in _parents(readable + [runtime, workdir]):
+        args += ["--perms", "0755", "--dir", parent]
+    for path in readable:
+        args += ["--ro-bind", path, path]
+    args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(tmp_size), "--tmpfs", "/dev/shm"]
+    for device in sorted(glob.glob("/dev/nvidia*")):  # a GPU, when the host has one
+        args += ["--dev-bind", device, device]
+    if glob.glob("/dev/nvidia*"):
+        args += ["--ro-bind", "/sys", "/sys"]
+    args += ["--bind", runtime, runtime, "--bind", scratch, workdir, "--chdir", workdir]
+    args += ["--remount-ro", "/dev", "--remount-ro", "/", "--clearenv"]
+    environment = {name: os.environ[name] for name in KEEP_ENV if name in os.environ}
+    environment |= {"HOME": "/tmp", "USER": "student", "LOGNAME": "student", "PYTHONDONTWRITEBYTECODE": "1"}
+    environment |= {"PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin", "MPLCONFIGDIR": "/tmp/mpl"}
+    environment |= {"IPYTHONDIR": "/tmp/ipython", "JUPYTER_RUNTIME_DIR": "/tmp/jupyter", "TMPDIR": "/tmp"}
+    for name, value in sorted(environment.items()):
+        args += ["--setenv", name, value]
+    return args
+
+
+@functools.cache
+def unavailable_reason(bwrap: str = "bwrap") -> str | None:
+    """Why bubblewrap cannot run a sandbox on this machine (not installed, or namespaces forbidden), or
+    ``None``: a trial sandbox is started once per process, as a kernel's would be."""
+    if shutil.which(bwrap) is None:
+        return f"bubblewrap is not installed (no {bwrap} on PATH; on Debian and Ubuntu: apt-get install bubblewrap)"
+    folder = tempfile.mkdtemp(prefix="seqlab-probe-")
+    try:
+        session = stack = KernelSession(folder)
+        probe = Sandbox(bwrap=bwrap, memory_limit=2**30, tmp_size=2**20).command(
+            ["/bin/sh", "-c", "echo ok > ok"], workdir=session.workdir, scratch=session.scratch, runtime=session.runtime
+        )
+        try:
+            done = subprocess.run(probe, cwd=session.scratch, capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired) as error:
+            return f"bubblewrap failed to start a sandbox: {error}"
+        if done.returncode != 0 or not os.path.isfile(os.path.join(session.scratch, "ok")):
+            detail = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+            return f"bubblewrap cannot start a sandbox on this machine: {detail}"
+        return None
+    finally:
+        stack.close()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+SHORT = 60  # longest path of the folder that holds a session (its sockets' paths stay under 107 bytes)
+
+
+class KernelSession:
+    """The folders of one notebook's kernel, removed when the session closes.
+
+    ``runtime`` holds the connection file (its HMAC key) and the kernel's sockets; ``scratch`` starts as
+    a copy of the notebook's folder without notebooks (the files a submission brought with it) and is
+    the only place the kernel can write to. Both are owned by the kernel's user.
+    """
+
+    def __init__(self, notebook_folder: str, parent_folder: str | None = None):
+        self.workdir = os.path.abspath(notebook_folder)
+        # Unix socket paths are limited to 107 bytes: the runtime folder must have a short path.
+        base = next((f for f in (parent_folder, tempfile.gettempdir(), "/tmp") if f and len(f) <= SHORT), None)
+        self.root = tempfile.mkdtemp(prefix="seqlab-kernel-", dir=base)
+        self.runtime = os.path.join(self.root, "run")
+        self.scratch = os.path.join(self.root, "work")
+        os.mkdir(self.runtime, 0o700)
+        shutil.copytree(self.workdir, self.scratch, ignore=shutil.ignore_patterns("*.ipynb", ".ipynb_checkpoints"))
+        user = kernel_user()
+        if user is not None:
+            for folder, dirs, files in os.walk(self.root):
+                for name in [folder] + [os.path.join(folder, n) for n in dirs + files]:
+                    os.chown(name, *user, follow_symlinks=False)
+
+    def close(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class SandboxedKernelManager(AsyncKernelManager):
+    """jupyter_client's kernel manager, with the kernel started in a :class:`Sandbox` (or, when
+    ``sandbox`` is ``None``, started plainly but still over sockets in the session's runtime folder).
+
+    Interrupts go to the kernel as a message (the kernel signals itself): a signal to bubblewrap's
+    process group would not reach the kernel, which runs in a session of its own.
+    """
+
+    sandbox = Instance(Sandbox, allow_none=True)
+    session_folders = Instance(KernelSession)
+    log_file = Unicode()
+
+    def __init__(self, **kwargs):
+        session = kwargs["session_folders"]
+        kwargs.setdefault("transport", "ipc")
+        kwargs.setdefault("connection_file", os.path.join(session.runtime, "kernel.json"))
+        kwargs.setdefault("ip", os.path.join(session.runtime, "k"))
+        super().__init__(**kwargs)
+        self.log_file = os.path.join(session.runtime, "kernel.log")
+
+    def format_kernel_cmd(self, extra_arguments=None) -> list:
+        argv = super().format_kernel_cmd(extra_arguments)
+        if self.sandbox is None:
+            return argv
+        session = self.session_folders
+        return self.sandbox.command(argv, workdir=session.workdir, scratch=session.scratch, runtime=session.runtime)
+
+    async def _async_launch_kernel(self, kernel_cmd, **kw):
+        user = kernel_user()
+        if self.sandbox is not None and user is not None:  # written by the grader, mode 600
+            os.chown(self.connection_file, *user)
+        kw["cwd"] = self.session_folders.scratch
+        # The kernel's own stdout and stderr go to a file, never to the grader's pipes: a process the
+        # kernel leaves behind cannot keep `seqlab grade` waiting for them to close.
+        with open(self.log_file, "ab") as log:
+            kw.update(stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+            await super()._async_launch_kernel(kernel_cmd, **kw)
+
+    async def _async_interrupt_kernel(self):
+        if self.sandbox is None:
+            return await super()._async_interrupt_kernel()
+        msg = self.session.msg("interrupt_request", content={})
+        self._connect_control_socket()
+        self.session.send(self._control_socket, msg)
+
+    interrupt_kernel = _async_interrupt_kernel
+
+    def log_tail(self, lines: int = 20) -> str:
+        try:
+            with open(self.log_file, "rb") as log:
+                return b"\n".join(log.read()[-20000:].splitlines()[-lines:]).decode(errors="replace")
+        except OSError:
+            return ""
