@@ -17,12 +17,12 @@ import torch.nn.functional as F
 
 from seqlab.captioning import RegionCNN
 from seqlab.data.batching import pad_sequences, shuffled_chunks
-from seqlab.data.entailment import ENTAILMENT_LABELS, entailment_task
+from seqlab.data.entailment import ENTAILMENT_LABELS, HYPERNYMS, entailment_task
 from seqlab.data.sentiment import sentiment_task
 from seqlab.data.shapes import shapes_task
 from seqlab.data.speech import speech_task
 from seqlab.data.vocab import Vocab
-from seqlab.device import evaluating
+from seqlab.device import evaluating, model_device
 from seqlab.entailment import EntailmentClassifier
 from seqlab.listener import Listener, character_error_rate
 from seqlab.memory_seq2seq import MemorySeq2Seq
@@ -223,12 +223,79 @@ def speech_experiment(
 
 __all__ = [
     "SENTIMENT_LABELS",
+    "caption_alignment",
     "captioning_experiment",
+    "clause_attention",
     "entailment_batch",
     "entailment_experiment",
     "parameter_count",
     "sentiment_batch",
     "sentiment_experiment",
+    "speech_alignment",
     "speech_experiment",
     "target_batch",
 ]
+
+
+# --- where the models look ------------------------------------------------------------------------
+
+
+@torch.no_grad()
+def clause_attention(model, test: list, vocab: Vocab) -> float:
+    """Mean weight that word-by-word attention puts on the premise clause the hypothesis is about (the
+    clause whose noun or hypernym the hypothesis names), over all real hypothesis words."""
+    noun_groups = {n: h for h, (nouns, _) in HYPERNYMS.items() for n in nouns} | {h: h for h in HYPERNYMS}
+    *inputs, _ = (t.to(model_device(model)) for t in entailment_batch(test, vocab))
+    with evaluating(model):
+        weights = model.attention_weights(*inputs)  # (B, T, P)
+    shares = []
+    for i, (premise, hypothesis, _) in enumerate(test):
+        group = noun_groups[next(w for w in reversed(hypothesis) if w in noun_groups)]
+        split = premise.index("while")
+        first = noun_groups[next(w for w in premise[:split] if w in noun_groups)] == group
+        clause = slice(0, split) if first else slice(split + 1, len(premise))
+        shares.append(weights[i, : len(hypothesis), clause].sum(dim=1).mean().item())
+    return sum(shares) / len(shares)
+
+
+@torch.no_grad()
+def caption_alignment(model, images, captions: list, vocab: Vocab, grid: int = 3) -> float:
+    """The fraction of colour and shape words whose most-attended region is the region of the shape
+    they name (the first two words the first shape in reading order, the last two the second).
+    Teacher-forced on the reference captions."""
+    tgt_in, _ = target_batch(captions, vocab)
+    device = model_device(model)
+    with evaluating(model):
+        weights = model.attention_weights(images.to(device), None, tgt_in.to(device))  # (B, T, grid²)
+    cell = images.shape[-1] // grid
+    brightness = images.abs().view(len(captions), 3, grid, cell, grid, cell).mean(dim=(1, 3, 5)).flatten(1)  # (B, g²)
+    hits = total = 0
+    for i, caption in enumerate(captions):
+        first, second = sorted(brightness[i].topk(2).indices.tolist())  # the two shapes, in reading order
+        for t, region in ((0, first), (1, first), (len(caption) - 2, second), (len(caption) - 1, second)):
+            hits += int(weights[i, t].argmax()) == region
+            total += 1
+    return hits / total
+
+
+@torch.no_grad()
+def speech_alignment(model, test: list, vocab: Vocab) -> dict:
+    """Teacher-forced on the reference transcripts: ``in_span``, the fraction of characters whose
+    most-attended listener state lies over the character's own frames (a pyramidal listener's state s
+    covers frames ``s·2^p .. (s+1)·2^p - 1``), and ``monotonic``, the fraction of transcripts whose
+    most-attended states never move backwards."""
+    frames = torch.nn.utils.rnn.pad_sequence([f for f, _, _ in test], batch_first=True)  # (B, S, F)
+    lengths = torch.tensor([f.shape[0] for f, _, _ in test])  # (B,)
+    tgt_in, _ = target_batch([chars for _, chars, _ in test], vocab)
+    device = model_device(model)
+    with evaluating(model):
+        weights = model.attention_weights(frames.to(device), lengths.to(device), tgt_in.to(device))  # (B, T, S')
+    stride = 2**model.memory_encoder.pyramid
+    in_span = total = monotonic = 0
+    for i, (_, chars, spans) in enumerate(test):
+        peaks = weights[i, : len(chars)].argmax(dim=1).tolist()  # one listener state per character
+        monotonic += all(a <= b for a, b in zip(peaks, peaks[1:]))
+        for peak, (start, end) in zip(peaks, spans):
+            in_span += start < (peak + 1) * stride and peak * stride < end  # the state's frames overlap the span
+            total += 1
+    return {"in_span": in_span / total, "monotonic": monotonic / len(test)}
