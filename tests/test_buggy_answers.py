@@ -8,6 +8,9 @@ cells may fail too).
 
 | exercise | bug | the edit | must fail |
 |---|---|---|---|
+| ex07 | padding attended | no mask at all: neither filled before the softmax nor applied after it | by hand, seqlab |
+| ex07 | softmax over the wrong axis | ``softmax(dim=0)``: over the batch | by hand, rows, seqlab |
+| ex07 | weights not summing to one | the mask applied after a softmax over every position | by hand, rows, seqlab |
 | ex08 | scaling by d | scores ``/ d`` instead of ``/ math.sqrt(d)`` | the example by hand, torch |
 | ex08 | heads split along the wrong axis | ``reshape(B, h, L, d)``: positions cut into heads | split_heads, torch |
 | ex08 | mask inverted | True read as "ignore" (torch's convention) | masks, torch |
@@ -29,8 +32,28 @@ class Bug:
         self.must_fail = must_fail  # grade ids of the test cells that must catch it
 
 
+EX07 = "ex07_attention_pooling"
 EX08 = "ex08_multihead_attention"
+EX07_FILL = "filled = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)"
 BUGS = {
+    "padding_attended": Bug(
+        EX07,
+        "masked_softmax",
+        [(EX07_FILL, "filled = scores"), ("return weights * mask", "return weights")],
+        {"test_masked_softmax_by_hand", "test_pool_matches_seqlab"},
+    ),
+    "softmax_over_the_batch": Bug(
+        EX07,
+        "masked_softmax",
+        [("torch.softmax(filled, dim=-1)", "torch.softmax(filled, dim=0)")],
+        {"test_masked_softmax_by_hand", "test_masked_softmax_rows", "test_pool_matches_seqlab"},
+    ),
+    "weights_not_summing_to_one": Bug(
+        EX07,
+        "masked_softmax",
+        [(EX07_FILL, "filled = scores")],
+        {"test_masked_softmax_by_hand", "test_masked_softmax_rows", "test_pool_matches_seqlab"},
+    ),
     "scaling_by_d": Bug(
         EX08,
         "scaled_dot_product_attention",

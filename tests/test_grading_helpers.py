@@ -327,6 +327,35 @@ def test_attention_references_switch_off_and_come_back():
     assert torch._masked_softmax is torch_masked_softmax
 
 
+def test_pooling_references_switch_off_and_come_back():
+    import seqlab.attention
+    import seqlab.pooling
+
+    torch.manual_seed(0)
+    states, mask = torch.randn(2, 5, 6), torch.tensor([[True] * 5, [True] * 2 + [False] * 3])
+    pooling = seqlab.pooling.AttentionPooling(6, 4)  # built before the block
+    expected = pooling(states, mask)
+
+    with disabled(*grading.POOLING_REFERENCES, optional=grading.POOLING_OPTIONAL_REFERENCES):
+        calls = {
+            "AttentionPooling.__init__": lambda: seqlab.pooling.AttentionPooling(6, 4),
+            "AttentionPooling.forward": lambda: pooling(states, mask),
+            "masked_softmax": lambda: seqlab.attention.masked_softmax(torch.zeros(2, 1, 5), mask),
+            "Attention.forward": lambda: pooling.attention(states[:, :1], states, states, mask),
+        }
+        for name, call in calls.items():
+            with pytest.raises(DisabledError, match=name.split()[0].replace(".", "[.]")):
+                call()
+        # what exercise 7 is written from keeps working: the module's weights, tanh, matrix products,
+        # masked_fill and torch.softmax
+        scorer = pooling.attention.scorer
+        scores = torch.tanh(states @ scorer.key_proj.weight.T + scorer.query_proj(pooling.query)) @ scorer.v.weight[0]
+        weights = torch.softmax(scores.masked_fill(~mask, torch.finfo(scores.dtype).min), dim=-1) * mask
+        assert_close(((weights.unsqueeze(1) @ states).squeeze(1), weights), expected)
+
+    assert_close(pooling(states, mask), expected)
+
+
 def test_scorer_references_switch_off_and_come_back():
     import torch.nn.functional as F
 

@@ -26,6 +26,8 @@ __all__ = [
     "LSTM_OPTIONAL_REFERENCES",
     "LSTM_REFERENCES",
     "POINTER_REFERENCES",
+    "POOLING_OPTIONAL_REFERENCES",
+    "POOLING_REFERENCES",
     "SCORER_REFERENCES",
     "TRANSFORMER_OPTIONAL_REFERENCES",
     "TRANSFORMER_REFERENCES",
@@ -148,6 +150,19 @@ POINTER_REFERENCES = (
     "seqlab.pointer._mix",
     "seqlab.pointer.coverage_loss",
 )
+
+# Exercise 7 (attention pooling with masks): seqlab's attention pooling, chapter 4's masked softmax,
+# additive scorer and Attention (which the pooling is built from) are off, and so is torch's own masked
+# softmax. torch.softmax, tanh, exp, where, masked_fill and matrix products stay on.
+POOLING_REFERENCES = (
+    "seqlab.pooling.AttentionPooling",
+    "seqlab.attention.masked_softmax",
+    "seqlab.attention.AdditiveScorer",
+    "seqlab.attention.AdditiveScorer.prepare_keys",
+    "seqlab.attention.AdditiveScorer.score",
+    "seqlab.attention.Attention",
+)
+POOLING_OPTIONAL_REFERENCES = ATTENTION_OPTIONAL_REFERENCES
 
 # Exercise 8 (multi-head attention): seqlab's MultiHeadAttention (also importable from seqlab.transformer:
 # the same class, switched off once) and torch's multi-head and scaled dot-product attention are off.
