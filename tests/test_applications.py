@@ -248,3 +248,65 @@ def test_character_error_rate_by_hand():
     assert math.isclose(character_error_rate(["abcd"], ["ab"]), 1.0)  # two insertions over two characters
     with pytest.raises(ValueError, match="as many hypotheses"):
         character_error_rate([list("a")], [])
+
+
+# --- chapter 7's measures of where a model looks, on weights set by hand ----------------------------
+
+
+class _FixedWeights(torch.nn.Module):
+    """A stand-in model whose attention weights are given: what the measures read, nothing else."""
+
+    def __init__(self, weights, pyramid=0):
+        super().__init__()
+        self.weights, self.dummy = weights, torch.nn.Parameter(torch.zeros(1))
+        self.memory_encoder = torch.nn.Module()
+        self.memory_encoder.pyramid = pyramid
+
+    def attention_weights(self, *args):  # noqa: ARG002 (any model's inputs)
+        return self.weights
+
+
+def test_clause_attention_is_the_share_on_the_hypothesis_clause():
+    from seqlab.applications import clause_attention
+    from seqlab.data import Vocab
+
+    premise = "two red dogs run while three buses wait".split()
+    test = [(premise, "three vehicles wait".split(), "entailment"), (premise, "two dogs run".split(), "entailment")]
+    vocab = Vocab.build([premise, *(h for _, h, _ in test)])
+    weights = torch.zeros(2, 3, 8)
+    weights[0, :, 5] = 1.0  # hypothesis 1 (second clause) looks at "three buses wait": all on its clause
+    weights[1, :, 0] = 0.5  # hypothesis 2 (first clause): half on "two", half on "while"
+    weights[1, :, 4] = 0.5
+    assert clause_attention(_FixedWeights(weights), test, vocab) == pytest.approx((1.0 + 0.5) / 2)
+
+
+def test_caption_alignment_counts_words_looking_at_their_shape():
+    from seqlab.applications import caption_alignment
+    from seqlab.data import Vocab
+
+    images, captions = shapes_task(1, noise=0.0, seed=0)
+    cells = images[0].abs().view(3, 3, 8, 3, 8).sum(dim=(0, 2, 4)).flatten()  # (9,): the occupied regions
+    first, second = sorted(cells.topk(2).indices.tolist())
+    T = len(captions[0]) + 1
+    weights = torch.zeros(1, T, 9)
+    weights[0, :2, first] = 1.0  # the first shape's colour and shape words look at it
+    weights[0, -3, second] = 1.0  # the second shape's colour word too
+    weights[0, -2, first] = 1.0  # its shape word looks at the wrong shape
+    vocab = Vocab.build(captions)
+    assert caption_alignment(_FixedWeights(weights), images, captions, vocab) == 3 / 4
+
+
+def test_speech_alignment_reads_spans_and_monotonicity():
+    from seqlab.applications import speech_alignment
+    from seqlab.data import Vocab
+
+    test = [(torch.zeros(10, 4), ["a", "b"], [(1, 3), (5, 8)]), (torch.zeros(10, 4), ["b", "a"], [(1, 4), (6, 9)])]
+    vocab = Vocab.build([c for _, c, _ in test])
+    weights = torch.zeros(2, 3, 10)
+    weights[0, 0, 2], weights[0, 1, 6] = 1.0, 1.0  # both in their spans, moving forwards
+    weights[1, 0, 7], weights[1, 1, 2] = 1.0, 1.0  # both outside their spans, moving backwards
+    assert speech_alignment(_FixedWeights(weights), test, vocab) == {"in_span": 0.5, "monotonic": 0.5}
+    pyramid = torch.zeros(2, 3, 5)  # a pyramidal listener: state s covers frames 2s and 2s + 1
+    pyramid[0, 0, 1], pyramid[0, 1, 3] = 1.0, 1.0  # frames 2-3 overlap (1, 3); frames 6-7 overlap (5, 8)
+    pyramid[1, 0, 0], pyramid[1, 1, 4] = 1.0, 1.0  # frames 0-1 overlap (1, 4); frames 8-9 overlap (6, 9)
+    assert speech_alignment(_FixedWeights(pyramid, pyramid=1), test, vocab) == {"in_span": 1.0, "monotonic": 1.0}
