@@ -62,7 +62,7 @@ def find_chromium() -> str | None:
     """Chromium's executable: $SEQLAB_CHROMIUM, else Debian's `chromium` (or another Chrome) on PATH."""
     if os.environ.get("SEQLAB_CHROMIUM"):
         return os.environ["SEQLAB_CHROMIUM"]
-    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
+    for name in ("chromium", "google-chrome", "google-chrome-stable", "chromium-browser"):
         if shutil.which(name):
             return shutil.which(name)
     return None
@@ -84,24 +84,8 @@ pytestmark = [
 ]
 
 
-def toc_pages() -> list:
-    """The pages of _toc.yml, in reading order, as paths without a suffix ("book/intro")."""
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
-    pages = [toc["root"]]
-
-    def walk(entries):
-        for entry in entries:
-            if "file" in entry:
-                pages.append(entry["file"])
-            walk(entry.get("sections", []) + entry.get("chapters", []))
-
-    for part in toc.get("parts", []):
-        walk(part.get("chapters", []))
-    walk(toc.get("chapters", []))
-    return [str(Path(page).with_suffix("")) for page in pages]
-
-
-PAGES = toc_pages() + ["genindex", "search"]
+# Every page of _toc.yml, in reading order ("book/intro"), then the index and the search page.
+PAGES = [str(Path(page).with_suffix("")) for page in font_tool.toc_pages()] + ["genindex", "search"]
 
 
 # ---------------------------------------------------------------------------------------------------

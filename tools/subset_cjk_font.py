@@ -74,22 +74,27 @@ def course_characters() -> set:
     return {c for c in chars if is_cjk(c)}
 
 
-def book_sources() -> list:
-    """The files the rendered book shows: the pages of _toc.yml (notebooks or markdown) and the .bib files."""
+def toc_pages() -> list:
+    """The pages of _toc.yml in reading order, as it names them ("book/intro")."""
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
-    files = [toc["root"]]
+    pages = [toc["root"]]
 
     def walk(entries):
         for entry in entries:
             if "file" in entry:
-                files.append(entry["file"])
+                pages.append(entry["file"])
             walk(entry.get("sections", []) + entry.get("chapters", []))
 
     for part in toc.get("parts", []):
         walk(part.get("chapters", []))
     walk(toc.get("chapters", []))
+    return pages
+
+
+def book_sources() -> list:
+    """The files the rendered book shows: the pages of _toc.yml (notebooks or markdown) and the .bib files."""
     paths = []
-    for name in files:
+    for name in toc_pages():
         candidates = [ROOT / name] if Path(name).suffix else [ROOT / f"{name}{s}" for s in (".ipynb", ".md")]
         paths += [path for path in candidates if path.is_file()][:1]
     config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
