@@ -52,6 +52,7 @@ c.Autograde.sanitize_preprocessors = [
     "nbgrader.preprocessors.DeduplicateIds",
     "nbgrader.preprocessors.OverwriteKernelspec",
     "seqlab.grading.nbgrader_plugins.OverwriteCellsKeepingWork",  # instead of nbgrader.preprocessors.OverwriteCells
+    "seqlab.grading.nbgrader_plugins.ReviewSubmission",  # added: cells that touch the test machinery
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
 # Every graded kernel runs in a bubblewrap sandbox (seqlab/grading/sandbox.py): it sees the Python
@@ -61,18 +62,27 @@ c.Autograde.sanitize_preprocessors = [
 # unsandboxed anyway, at your own risk: nbgrader autograde EXERCISE --Sandbox.enabled=False
 c.Sandbox.enabled = True
 c.Sandbox.memory_limit = 4 * 2**30  # bytes each process of a kernel may allocate
-c.Autograde.pre_convert_hook = "seqlab.grading.nbgrader_plugins.refuse_without_sandbox"
-# The course's executor also grades what stock nbgrader drops: a kernel that dies (os._exit, a crash in
-# compiled code) or a cell that ignores its interrupt gets an error in that cell, a new kernel runs the
-# cells above again, and grading goes on below; and it keeps at most 64 KB of output per cell (stock
-# nbgrader counts lines, and one line can be 50 MB). Otherwise this is nbgrader 0.9's default list.
+c.Autograde.pre_convert_hook = "seqlab.grading.executor.refuse_without_sandbox"
+# The course's executor (seqlab/grading/executor.py) grades with two kernels, both sandboxed: the
+# student's runs the answers and the student's own cells; the verdict kernel runs the exercise's locked
+# and test cells, taken from the gradebook, and calls the student's functions in the other kernel
+# (seqlab/grading/verdict.py), so no answer cell can reach a test's assertions, references or inputs
+# (c.SandboxedExecute.verdicts = False runs the tests in the student's kernel, as stock nbgrader does).
+# It also grades what stock nbgrader drops: a kernel that dies (os._exit, a crash in compiled code) or a
+# cell that ignores its interrupt gets an error in that cell, a new kernel runs the cells above again,
+# and grading goes on below; and it keeps at most 64 KB of output per cell (stock nbgrader counts lines,
+# and one line can be 50 MB). A notebook with cells listed for review is flagged in the gradebook.
+# Otherwise this is nbgrader 0.9's default list.
 c.Execute.iopub_timeout = 10  # seconds for a cell's last outputs after its reply (a busy machine is slow)
 c.Autograde.autograde_preprocessors = [
-    "seqlab.grading.nbgrader_plugins.SandboxedExecute",  # instead of nbgrader.preprocessors.Execute
+    "seqlab.grading.executor.SandboxedExecute",  # instead of nbgrader.preprocessors.Execute
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "nbgrader.preprocessors.LimitOutput",
     "nbgrader.preprocessors.SaveAutoGrades",
+    "seqlab.grading.nbgrader_plugins.FlagForReview",  # added
     "nbgrader.preprocessors.AssignLatePenalties",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
+# `nbgrader export` adds two columns to nbgrader's CSV: the cells listed for review, and the repairs.
+c.ExportApp.plugin_class = "seqlab.grading.nbgrader_plugins.ExportWithReview"

@@ -191,6 +191,53 @@ SWALLOW = (
 )
 BIG_LINE = "print('x' * 50_000_000)  # one 50 MB line\n\n"
 
+# Attacks on the verdict (the test cells and what they check with), from an answer cell.
+TRANSFORMER = (
+    "def pass_the_tests(lines):  # an IPython input transformer: every test cell becomes `pass`\n"
+    "    text = ''.join(lines)\n"
+    "    return ['pass\\n'] if 'assert' in text or 'check_tensor' in text else lines\n\n"
+    "get_ipython().input_transformers_cleanup.append(pass_the_tests)\n\n"
+)
+NO_CHECKS = (
+    "import torch.testing\n"
+    "import seqlab.grading\n"
+    "import seqlab.grading.assertions\n\n"
+    "def nothing(*args, **kwargs):\n"
+    "    return None\n\n"
+    "torch.testing.assert_close = seqlab.grading.check_tensor = seqlab.grading.assertions.check_tensor = nothing\n\n"
+)
+# Exercise 1's answers made of noise of the right shapes, with gradients (no check of values passes them).
+NOISE = {
+    "lstm_cell_step": (
+        "def lstm_cell_step(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh):\n"
+        "    through = (x @ weight_ih.T).sum() + (h @ weight_hh.T).sum() + bias_ih.sum() + bias_hh.sum() + c.sum()\n"
+        "    through = 0 * through\n"
+        "    return torch.randn_like(h) + through, torch.randn_like(c) + through\n"
+    ),
+    "lstm_over_sequence": (
+        "def lstm_over_sequence(x, weight_ih, weight_hh, bias_ih, bias_hh, state=None):\n"
+        "    B, S, H = x.shape[0], x.shape[1], weight_hh.shape[1]\n"
+        "    through = 0 * (x.sum() + weight_ih.sum() + weight_hh.sum() + bias_ih.sum() + bias_hh.sum())\n"
+        "    if state is not None:\n"
+        "        through = through + 0 * (state[0].sum() + state[1].sum())\n"
+        "    shapes = [(B, S, H), (B, H), (B, H)]\n"
+        "    noise = [torch.randn(*shape, dtype=x.dtype, device=x.device) + through for shape in shapes]\n"
+        "    return noise[0], (noise[1], noise[2])\n"
+    ),
+}
+# Exercise 1's step handed to torch's own LSTM cell, the guard that switches it off made a no-op.
+GUARD_REPLACED = (
+    "import contextlib\n"
+    "import seqlab.grading\n"
+    "import seqlab.grading.references\n\n"
+    "@contextlib.contextmanager\n"
+    "def let_everything_through(*targets, optional=()):\n"
+    "    yield\n\n"
+    "seqlab.grading.disabled = seqlab.grading.references.disabled = let_everything_through\n\n"
+    "def lstm_cell_step(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh):\n"
+    "    return torch._VF.lstm_cell(x, (h, c), weight_ih, weight_hh, bias_ih, bias_hh)  # torch's own\n"
+)
+
 
 def test_ids(nb) -> list:
     return [
@@ -223,7 +270,13 @@ KINDS = {
         "the solution, a cell of its own after the first answer whose loop swallows the interrupt",
         "everything",
     ),
+    "transformer": ("the release, its first answer making every test cell `pass` (an input transformer)", "nothing"),
+    "no_checks": ("exercise 1: noise for answers, assert_close and check_tensor made no-ops", "nothing"),
+    "guard_replaced": ("exercise 1: torch's LSTM cell for the step, the guard that switches it off a no-op", "nothing"),
 }
+FIRST_EXERCISE_ONLY = {"no_checks", "guard_replaced"}  # written for exercise 1's answers
+ON_THE_COURSE = {"reads_solution", "vandal"}  # attacks never run without the sandbox
+ON_THE_VERDICT = {"transformer", "no_checks", "guard_replaced"}
 
 
 def attack(kind: str, ex: str, release, solution):
@@ -261,6 +314,17 @@ def attack(kind: str, ex: str, release, solution):
         first.metadata.nbgrader.update(solution=False, locked=True)
     elif kind == "swallows":
         nb.cells.insert(nb.cells.index(first) + 1, nbformat.v4.new_code_cell(SWALLOW))
+    elif kind == "transformer":
+        nb = nbformat.from_dict(release)
+        cell(nb, answers[0]).source = TRANSFORMER + cell(nb, answers[0]).source
+    elif kind == "no_checks":
+        assert answers == list(NOISE), f"{ex}: the attack is written for exercise 1's answers"
+        for grade_id in answers:
+            cell(nb, grade_id).source = NOISE[grade_id]
+        first.source = NO_CHECKS + first.source
+    elif kind == "guard_replaced":
+        assert answers[0] == "lstm_cell_step", f"{ex}: the attack is written for exercise 1's answers"
+        first.source = GUARD_REPLACED
     else:
         raise ValueError(kind)
     return nb

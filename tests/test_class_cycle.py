@@ -43,13 +43,22 @@ grade command's tests), each with one exercise, in turn after the ones above:
 |                | 50 points, the first answer made a read-only cell                        |            |
 | loop_swallows  | the first exercise: the solution and, after the first answer, a loop     | every test |
 |                | that swallows the timeout's interrupt (graded with the loop)             |            |
+| transformer    | the first exercise: the release, its first answer installing an IPython  | none       |
+|                | input transformer that makes every test cell `pass`                      |            |
+| no_checks      | the first exercise: noise of the right shapes for answers, and           | none       |
+|                | ``assert_close`` and ``check_tensor`` made no-ops                        |            |
+| guard_replaced | the first exercise: torch's own LSTM cell for the step, and the guard    | none       |
+|                | that switches it off (``seqlab.grading.disabled``) made a no-op          |            |
 
 Stock nbgrader drops the four damaged notebooks and the swallowed interrupt (no grade, and autograde
 exits with an error); nbgrader_config.py's preprocessors repair them (seqlab.grading.repair) and replace
-the kernel. An attack scores no more than the untouched release: the kernels run in bubblewrap
-(seqlab.grading.sandbox), so the course files, the gradebook and the other submissions are
-byte-identical after grading, and no process a submission started is alive. Where bubblewrap cannot
-run, the class is graded without it, the two attacks are left out and the sandbox's tests are skipped.
+the kernel. Stock nbgrader gives the first two attacks and the last three full marks. Here an attack
+scores no more than the untouched release: the kernels run in bubblewrap (seqlab.grading.sandbox), so
+the course files, the gradebook and the other submissions are byte-identical after grading, and no
+process a submission started is alive; the test cells run in a verdict kernel that never runs the
+student's code (seqlab.grading.verdict); the attacks' cells are listed for review, in the export and by
+the gradebook's flag. Where bubblewrap cannot run, the class is graded without it, the two attacks on
+the course are left out and the sandbox's tests are skipped.
 
 The one-exercise students take the exercises in turn, from the second (the first has the loop): what
 they test is nbgrader's mechanics, the same for every exercise, and this keeps the class small enough to
@@ -72,6 +81,8 @@ import pytest
 from grading_harness import (
     BIN,
     KINDS,
+    ON_THE_COURSE,
+    ON_THE_VERDICT,
     PLANTED,
     ROOT,
     SANDBOX_MISSING,
@@ -88,18 +99,23 @@ from grading_harness import (
     run_nbgrader,
     solved,
 )
+from nbgrader.api import Gradebook
+
+from seqlab.grading.review import findings
 
 pytestmark = pytest.mark.xdist_group("class-cycle")
 
 EXERCISES = exercise_names(ROOT / "solutions")
 EVERY_EXERCISE = ["perfect", "always_eq", "untouched"]
 LOST_WORK = ["big_line", "copied_test", "answer_moved", "graded_off", "sidebar"]
-ATTACKS = [] if SANDBOX_MISSING else ["reads_solution", "vandal"]  # never run unsandboxed
+ATTACKS = [] if SANDBOX_MISSING else sorted(ON_THE_COURSE)  # never run unsandboxed
 # in turn over the exercises, from the second
 ONE_EXERCISE = ["crash", "deleted", "edited", "stderr", "syntax"] + LOST_WORK + ATTACKS
 LOOPS = ["loop", "loop_swallows"]  # the first exercise, with a short cell timeout
-STUDENTS = EVERY_EXERCISE + LOOPS + ONE_EXERCISE
-HANDS_IN = {s: EXERCISES for s in EVERY_EXERCISE} | {s: EXERCISES[:1] for s in LOOPS}
+VERDICT_ATTACKS = sorted(ON_THE_VERDICT)  # on the first exercise (written for its answers)
+STUDENTS = EVERY_EXERCISE + LOOPS + VERDICT_ATTACKS + ONE_EXERCISE
+HANDS_IN = {s: EXERCISES for s in EVERY_EXERCISE} | {s: EXERCISES[:1] for s in LOOPS + VERDICT_ATTACKS}
+REVIEWED = VERDICT_ATTACKS + ATTACKS  # whose cells the review lists
 HANDS_IN |= {s: [EXERCISES[i % len(EXERCISES)]] for i, s in enumerate(ONE_EXERCISE, start=1)} if EXERCISES else {}
 # Seconds per cell for the infinite loop's notebook (the course's c.Execute.timeout is 60). Every cell of that
 # notebook gets it, the setup cell's `import torch` too, which takes seconds on a busy machine: interrupted
@@ -237,6 +253,12 @@ def exported(course, name: str) -> dict:
         }
 
 
+def exported_columns(course, name: str) -> dict:
+    """``{(exercise, student): (review, notes)}`` of the CSV that `nbgrader export` wrote."""
+    with open(course / name, newline="") as f:
+        return {(row["assignment"], row["student_id"]): (row["review"], row["notes"]) for row in csv.DictReader(f)}
+
+
 @pytest.fixture(scope="module")
 def cycle(tmp_path_factory):
     course = tmp_path_factory.mktemp("class")
@@ -287,6 +309,15 @@ def cycle(tmp_path_factory):
         "autograded": digest(course / "autograded"),
         "csv": grades,
     }
+    with Gradebook(db_url, course_id="seqlab") as gb:
+        flagged = {
+            (a.name, sub.student.id)
+            for a in gb.assignments
+            for sub in a.submissions
+            for n in sub.notebooks
+            if n.flagged
+        }
+    first["flagged"], first["columns"] = flagged, exported_columns(course, "grades.csv")
     sandbox = {
         "refused": refused,
         "course files": (course_files, digest(course, "*", leave_out=GRADING_OUTPUT)),
@@ -444,12 +475,16 @@ def test_the_course_configuration_keeps_nbgraders_default_preprocessors():
         return [f"{p.__module__.split('.')[0]}.preprocessors.{p.__name__}" for p in default]
 
     plugins = "seqlab.grading.nbgrader_plugins"
-    assert list(config.Autograde.autograde_preprocessors) == [
-        f"{plugins}.SandboxedExecute" if n == "nbgrader.preprocessors.Execute" else n
-        for n in defaults("autograde_preprocessors")
-    ]
+    autograde = []
+    for n in defaults("autograde_preprocessors"):
+        autograde.append("seqlab.grading.executor.SandboxedExecute" if n == "nbgrader.preprocessors.Execute" else n)
+        if n == "nbgrader.preprocessors.SaveAutoGrades":
+            autograde.append(f"{plugins}.FlagForReview")
+    assert list(config.Autograde.autograde_preprocessors) == autograde
     sanitize = []
     for n in defaults("sanitize_preprocessors"):
+        if n == "nbgrader.preprocessors.CheckCellMetadata":
+            sanitize.append(f"{plugins}.ReviewSubmission")
         sanitize.append(f"{plugins}.OverwriteCellsKeepingWork" if n == "nbgrader.preprocessors.OverwriteCells" else n)
         if n == "nbgrader.preprocessors.ClearOutput":
             sanitize.append(f"{plugins}.RepairCellMetadata")
@@ -521,3 +556,50 @@ def test_a_50_mb_line_is_cut_to_the_output_limit(cycle):
 def test_lost_work_is_graded_with_a_note(cycle, student, note):
     """The score is checked with every other student's; here, that the repair is said."""
     assert any(note in n for n in notes(cycle, student)), notes(cycle, student)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Verdicts out of the student's reach, and the review
+
+
+def test_test_cells_ran_in_the_verdict_kernel(cycle):
+    """A test cell's outputs are the verdict kernel's: the exercise's source ran there, whatever the
+    student's kernel made of the cell (the transformer makes every cell with an assert `pass`, the code
+    that serves the test's calls included: the calls fail)."""
+    ex, nb = autograded(cycle, "perfect", EXERCISES[0])
+    first_test = next(iter(ex.points))
+    assert any(o.get("name") == "stdout" and o.text.startswith("ok:") for o in cell(nb, first_test).outputs)
+    ex, nb = autograded(cycle, "transformer")
+    assert errors(nb, first_test) == ["ConnectionError"], errors(nb, first_test)
+    (error,) = [o for o in cell(nb, first_test).outputs if o.output_type == "error"]
+    assert "the notebook's kernel does not answer" in error.evalue
+
+
+def test_attacks_on_the_verdict_are_listed_for_review_and_flagged(cycle):
+    expected = {(HANDS_IN[s][0], s) for s in REVIEWED}
+    reviewed = {(name, s) for (name, s), (review, _) in cycle["first"]["columns"].items() if review}
+    assert reviewed == expected
+    assert cycle["first"]["flagged"] == expected
+    for student, what in [
+        ("transformer", "changes how IPython reads cells"),
+        ("no_checks", "replaces torch.testing.assert_close"),
+        ("guard_replaced", "replaces seqlab.grading.disabled"),
+    ]:
+        review, _ = cycle["first"]["columns"][EXERCISES[0], student]
+        assert what in review, review
+
+
+def test_the_export_lists_the_repairs(cycle):
+    for student in ["copied_test", "graded_off", "sidebar", "answer_moved"]:
+        (name,) = HANDS_IN[student]
+        _, listed = cycle["first"]["columns"][name, student]
+        assert "graded as the exercise's" in listed or "put back" in listed or "last copy" in listed, listed
+
+
+@pytest.mark.parametrize("folder", ["solutions", "exercises"])
+def test_no_answer_of_the_course_is_listed_for_review(folder):
+    for path in sorted((ROOT / folder).glob("*/*.ipynb")):
+        for c in nbformat.read(path, as_version=4).cells:
+            meta = nbgrader_meta(c)
+            if c.cell_type == "code" and not (meta.get("locked") or meta.get("grade")):
+                assert findings(c.source) == [], (path.name, meta.get("grade_id"), findings(c.source))

@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import nbformat
@@ -31,6 +32,8 @@ import pytest
 from grading_harness import (
     BIN,
     KINDS,
+    ON_THE_COURSE,
+    ON_THE_VERDICT,
     PLANTED,
     ROOT,
     SANDBOX_MISSING,
@@ -45,6 +48,8 @@ from grading_harness import (
 
 from seqlab.grading import autograde
 from seqlab.grading.cli import main, notebooks_in
+from seqlab.grading.executor import answer_names, defined_names
+from seqlab.grading.repair import ExerciseCell
 
 pytestmark = pytest.mark.xdist_group("grade-command")
 
@@ -206,7 +211,7 @@ def attempts(tmp_path_factory):
     folder.mkdir()
     other.mkdir()
     solution = nbformat.read(ROOT / "solutions" / FIRST / f"{FIRST}.ipynb", as_version=4)
-    kinds = [k for k in KINDS if not (SANDBOX_MISSING and KINDS[k][1] == "nothing")]  # no attack unsandboxed
+    kinds = [k for k in KINDS if not (SANDBOX_MISSING and k in ON_THE_COURSE)]  # never run unsandboxed
     for kind in kinds:
         nbformat.write(attack(kind, FIRST, release(FIRST), solution), folder / f"{kind}.ipynb")
     nbformat.write(solved(release(FIRST), solution), folder / "ex1.ipynb")  # recognised by its cells
@@ -273,6 +278,18 @@ def test_what_grading_repaired_is_a_note(attempts, kind, note):
     assert any(line.startswith("note: ") and note in line for line in part.splitlines()), part
 
 
+@pytest.mark.parametrize("kind", sorted(ON_THE_VERDICT | ON_THE_COURSE))
+def test_an_attack_is_listed_for_the_instructors_review(attempts, kind):
+    if kind not in attempts["kinds"]:
+        pytest.skip(f"no attack on the course without a sandbox: {SANDBOX_MISSING}")
+    assert "for the instructor's review: cell " in attempts["sections"][f"{kind}.ipynb"]
+
+
+def test_lost_work_is_not_listed_for_review(attempts):
+    for kind in [k for k in attempts["kinds"] if KINDS[k][1] == "everything"] + ["ex1"]:
+        assert "for the instructor's review" not in attempts["sections"][f"{kind}.ipynb"], kind
+
+
 def test_a_50_mb_line_leaves_a_small_feedback_page(attempts):
     assert (attempts["folder"] / "big_line.feedback.html").stat().st_size < 2_000_000
 
@@ -319,10 +336,10 @@ def test_ctrl_c_and_sigterm_stop_grading_and_leave_nothing(tmp_path, request, si
     env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", TMPDIR=str(temporary))
     command = [str(BIN / "seqlab"), "grade", str(tmp_path / f"{FIRST}.ipynb"), "--course", str(ROOT)]
     grading = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 120
-    while not list(temporary.glob("seqlab-grade-*/seqlab-kernel-*/work/started")) and time.monotonic() < deadline:
+    started, deadline = "seqlab-grade-*/seqlab-kernel-*/student-work/started", time.monotonic() + 120
+    while not list(temporary.glob(started)) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert list(temporary.glob("seqlab-grade-*/seqlab-kernel-*/work/started")), "the cell never started"
+    assert list(temporary.glob(started)), "the cell never started"
     grading.send_signal(signum)
     out, err = grading.communicate(timeout=60)
     assert grading.returncode == status, out + err
@@ -498,3 +515,25 @@ def test_a_folder_is_graded_notebook_by_notebook_and_an_empty_one_is_refused(tmp
     empty = tmp_path / "empty"
     empty.mkdir()
     assert main(["grade", str(empty), "--course", str(ROOT)]) == autograde.EXIT_REFUSED
+
+
+@pytest.mark.parametrize("name", exercise_names(ROOT / "solutions"))
+def test_the_verdict_kernel_stands_in_for_exactly_the_answers_functions(name):
+    """The names the verdict kernel binds to the student's functions: those the solution's answer cells
+    define, found from the test cells alone as well (a release used as the source keeps only stubs)."""
+    solution = nbformat.read(ROOT / "solutions" / name / f"{name}.ipynb", as_version=4)
+    cells = {}
+    for c in solution.cells:
+        meta = nbgrader_meta(c)
+        if meta.get("grade_id"):
+            flags = {flag: bool(meta.get(flag)) for flag in ("locked", "grade", "solution", "task")}
+            cells[meta["grade_id"]] = ExerciseCell(
+                meta["grade_id"], c.cell_type, **flags, points=None, checksum=None, source=c.source
+            )
+    answers = sorted({n for c in cells.values() if c.solution for n in defined_names(c.source)})
+    assert answers and answer_names(cells) == answers
+    stubs = {
+        k: replace(c, source="# YOUR CODE HERE\nraise NotImplementedError()") if c.solution else c
+        for k, c in cells.items()
+    }
+    assert answer_names(stubs) == answers

@@ -188,6 +188,12 @@ class DisabledError(RuntimeError):
     """Raised by a reference implementation while :func:`disabled` has switched it off."""
 
 
+# The ``(targets, optional)`` of every ``disabled`` block open now, innermost last: when the grader runs
+# a test cell in its own kernel (seqlab.grading.verdict), the student's code runs in another process,
+# and the calls that it forwards there switch the same references off.
+ACTIVE: list = []
+
+
 def _message(target: str) -> str:
     return f"{target} is switched off while the hidden tests run: write this computation yourself"
 
@@ -295,6 +301,8 @@ def disabled(*targets: str, optional=()):
                 code = original.__code__
                 undo.append(lambda function=original, code=code: setattr(function, "__code__", code))
                 original.__code__ = _raising_code(label)
+        ACTIVE.append((tuple(targets), tuple(optional)))
+        undo.append(ACTIVE.pop)
         yield
     finally:
         for restore in reversed(undo):

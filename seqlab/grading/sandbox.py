@@ -91,17 +91,20 @@ class Sandbox(Configurable):
         """Why bubblewrap cannot sandbox a kernel here, or ``None`` when it can."""
         return unavailable_reason(self.bwrap)
 
-    def command(self, argv: list, *, workdir: str, scratch: str, runtime: str) -> list:
+    def command(self, argv: list, *, workdir: str, scratch: str, runtime: str, shared=()) -> list:
         """``argv`` (a kernel's command line) wrapped in bubblewrap.
 
         Args:
             workdir: the kernel's working folder, as the kernel sees it (the notebook's folder).
             scratch: the host folder mounted read-write at ``workdir``.
             runtime: the host folder of the connection file and the sockets, mounted read-write where it is.
+            shared: more host folders mounted read-write where they are (a socket between two kernels).
         """
         uid, gid = kernel_user() or (-1, -1)
         limits = [self.memory_limit, self.file_size_limit, self.process_limit, uid, gid]
-        prefix = bwrap_prefix(self.bwrap, workdir=workdir, scratch=scratch, runtime=runtime, tmp_size=self.tmp_size)
+        prefix = bwrap_prefix(
+            self.bwrap, workdir=workdir, scratch=scratch, runtime=runtime, shared=shared, tmp_size=self.tmp_size
+        )
         return prefix + [sys.executable, "-I", "-S", "-c", LIMITS, *map(str, limits), *argv]
 
 
@@ -144,7 +147,7 @@ def _parents(paths: list) -> list:
     return parents
 
 
-def bwrap_prefix(bwrap: str, *, workdir: str, scratch: str, runtime: str, tmp_size: int) -> list:
+def bwrap_prefix(bwrap: str, *, workdir: str, scratch: str, runtime: str, shared=(), tmp_size: int) -> list:
     """bubblewrap's command line up to the command (see the module docstring for what it allows)."""
     args = [shutil.which(bwrap) or bwrap, "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts"]
     args += ["--unshare-cgroup-try", "--die-with-parent", "--new-session", "--hostname", "sandbox"]
@@ -160,7 +163,7 @@ def bwrap_prefix(bwrap: str, *, workdir: str, scratch: str, runtime: str, tmp_si
         args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
     readable = _readable_paths()
     args += ["--perms", "1777", "--size", str(tmp_size), "--tmpfs", "/tmp"]
-    for parent in _parents(readable + [runtime, workdir]):
+    for parent in _parents(readable + [runtime, workdir, *shared]):
         args += ["--perms", "0755", "--dir", parent]
     for path in readable:
         args += ["--ro-bind", path, path]
@@ -170,6 +173,8 @@ def bwrap_prefix(bwrap: str, *, workdir: str, scratch: str, runtime: str, tmp_si
     if glob.glob("/dev/nvidia*"):
         args += ["--ro-bind", "/sys", "/sys"]
     args += ["--bind", runtime, runtime, "--bind", scratch, workdir, "--chdir", workdir]
+    for folder in shared:
+        args += ["--bind", folder, folder]
     args += ["--remount-ro", "/dev", "--remount-ro", "/", "--clearenv"]
     environment = {name: os.environ[name] for name in KEEP_ENV if name in os.environ}
     environment |= {"HOME": "/tmp", "USER": "student", "LOGNAME": "student", "PYTHONDONTWRITEBYTECODE": "1"}
@@ -189,14 +194,15 @@ def unavailable_reason(bwrap: str = "bwrap") -> str | None:
     folder = tempfile.mkdtemp(prefix="seqlab-probe-")
     try:
         session = stack = KernelSession(folder)
+        runtime, scratch = session.folders("probe")
         probe = Sandbox(bwrap=bwrap, memory_limit=2**30, tmp_size=2**20).command(
-            ["/bin/sh", "-c", "echo ok > ok"], workdir=session.workdir, scratch=session.scratch, runtime=session.runtime
+            ["/bin/sh", "-c", "echo ok > ok"], workdir=session.workdir, scratch=scratch, runtime=runtime
         )
         try:
-            done = subprocess.run(probe, cwd=session.scratch, capture_output=True, text=True, timeout=60)
+            done = subprocess.run(probe, cwd=scratch, capture_output=True, text=True, timeout=60)
         except (OSError, subprocess.TimeoutExpired) as error:
             return f"bubblewrap failed to start a sandbox: {error}"
-        if done.returncode != 0 or not os.path.isfile(os.path.join(session.scratch, "ok")):
+        if done.returncode != 0 or not os.path.isfile(os.path.join(scratch, "ok")):
             detail = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
             return f"bubblewrap cannot start a sandbox on this machine: {detail}"
         return None
@@ -209,27 +215,41 @@ SHORT = 60  # longest path of the folder that holds a session (its sockets' path
 
 
 class KernelSession:
-    """The folders of one notebook's kernel, removed when the session closes.
+    """The folders of one notebook's kernels, removed when the session closes.
 
-    ``runtime`` holds the connection file (its HMAC key) and the kernel's sockets; ``scratch`` starts as
-    a copy of the notebook's folder without notebooks (the files a submission brought with it) and is
-    the only place the kernel can write to. Both are owned by the kernel's user.
+    Each kernel (:meth:`folders`) gets a runtime folder, for its connection file (its HMAC key) and
+    sockets, and a scratch folder, a copy of the notebook's folder without notebooks (the files a
+    submission brought with it), the only place it can write to. ``link`` is shared by the student's
+    kernel and the verdict kernel (:mod:`seqlab.grading.verdict`): the socket between them. Everything
+    is owned by the kernels' user.
     """
 
     def __init__(self, notebook_folder: str, parent_folder: str | None = None):
         self.workdir = os.path.abspath(notebook_folder)
-        # Unix socket paths are limited to 107 bytes: the runtime folder must have a short path.
+        # Unix socket paths are limited to 107 bytes: the folders must have a short path.
         base = next((f for f in (parent_folder, tempfile.gettempdir(), "/tmp") if f and len(f) <= SHORT), None)
         self.root = tempfile.mkdtemp(prefix="seqlab-kernel-", dir=base)
-        self.runtime = os.path.join(self.root, "run")
-        self.scratch = os.path.join(self.root, "work")
-        os.mkdir(self.runtime, 0o700)
-        shutil.copytree(self.workdir, self.scratch, ignore=shutil.ignore_patterns("*.ipynb", ".ipynb_checkpoints"))
-        user = kernel_user()
-        if user is not None:
-            for folder, dirs, files in os.walk(self.root):
-                for name in [folder] + [os.path.join(folder, n) for n in dirs + files]:
-                    os.chown(name, *user, follow_symlinks=False)
+        self.link = self._own(os.path.join(self.root, "link"))
+
+    def folders(self, name: str) -> tuple:
+        """``(runtime, scratch)`` of the kernel ``name``, made on first use."""
+        runtime, scratch = os.path.join(self.root, f"{name}-run"), os.path.join(self.root, f"{name}-work")
+        if not os.path.isdir(runtime):
+            self._own(runtime)
+            ignore = shutil.ignore_patterns("*.ipynb", ".ipynb_checkpoints")
+            shutil.copytree(self.workdir, scratch, ignore=ignore, symlinks=True)
+            user = kernel_user()
+            for folder, dirs, files in os.walk(scratch) if user is not None else ():
+                for path in [folder] + [os.path.join(folder, n) for n in dirs + files]:
+                    os.chown(path, *user, follow_symlinks=False)
+        return runtime, scratch
+
+    @staticmethod
+    def _own(folder: str) -> str:
+        os.mkdir(folder, 0o700)
+        if kernel_user() is not None:
+            os.chown(folder, *kernel_user())
+        return folder
 
     def close(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
@@ -243,7 +263,7 @@ class KernelSession:
 
 class SandboxedKernelManager(AsyncKernelManager):
     """jupyter_client's kernel manager, with the kernel started in a :class:`Sandbox` (or, when
-    ``sandbox`` is ``None``, started plainly but still over sockets in the session's runtime folder).
+    ``sandbox`` is ``None``, started plainly but still over sockets in its runtime folder).
 
     Interrupts go to the kernel as a message (the kernel signals itself): a signal to bubblewrap's
     process group would not reach the kernel, which runs in a session of its own.
@@ -251,28 +271,33 @@ class SandboxedKernelManager(AsyncKernelManager):
 
     sandbox = Instance(Sandbox, allow_none=True)
     session_folders = Instance(KernelSession)
+    kernel_role = Unicode("student", help="which of the session's kernels: its folders' name")
     log_file = Unicode()
 
     def __init__(self, **kwargs):
-        session = kwargs["session_folders"]
+        session, role = kwargs["session_folders"], kwargs.get("kernel_role", "student")
+        runtime, _ = session.folders(role)
         kwargs.setdefault("transport", "ipc")
-        kwargs.setdefault("connection_file", os.path.join(session.runtime, "kernel.json"))
-        kwargs.setdefault("ip", os.path.join(session.runtime, "k"))
+        kwargs.setdefault("connection_file", os.path.join(runtime, "kernel.json"))
+        kwargs.setdefault("ip", os.path.join(runtime, "k"))
         super().__init__(**kwargs)
-        self.log_file = os.path.join(session.runtime, "kernel.log")
+        self.log_file = os.path.join(runtime, "kernel.log")
 
     def format_kernel_cmd(self, extra_arguments=None) -> list:
         argv = super().format_kernel_cmd(extra_arguments)
         if self.sandbox is None:
             return argv
         session = self.session_folders
-        return self.sandbox.command(argv, workdir=session.workdir, scratch=session.scratch, runtime=session.runtime)
+        runtime, scratch = session.folders(self.kernel_role)
+        return self.sandbox.command(
+            argv, workdir=session.workdir, scratch=scratch, runtime=runtime, shared=[session.link]
+        )
 
     async def _async_launch_kernel(self, kernel_cmd, **kw):
         user = kernel_user()
         if self.sandbox is not None and user is not None:  # written by the grader, mode 600
             os.chown(self.connection_file, *user)
-        kw["cwd"] = self.session_folders.scratch
+        kw["cwd"] = self.session_folders.folders(self.kernel_role)[1]
         # The kernel's own stdout and stderr go to a file, never to the grader's pipes: a process the
         # kernel leaves behind cannot keep `seqlab grade` waiting for them to close.
         with open(self.log_file, "ab") as log:

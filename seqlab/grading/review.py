@@ -1,0 +1,147 @@
+"""Cells of a submission that touch the test machinery, listed for the instructor's review.
+
+The verdict kernel (:mod:`seqlab.grading.verdict`) keeps the tests out of the student's reach, but the
+guard that switches references off while a hidden test calls an answer runs where the student's code
+runs, and an answer can try to get around it. :func:`findings` reads a cell's code (it never runs it)
+and says where it does what an answer has no reason to do:
+
+* change how IPython runs cells (input transformers, AST transformers, events, custom exceptions);
+* change the interpreter (``sys.modules``, import hooks, tracing, builtins);
+* assign to, or delete, an attribute of torch, numpy or seqlab (``torch.testing.assert_close = ...``,
+  ``seqlab.grading.disabled = ...``), or ``setattr`` one;
+* reach into functions (``__code__``, ``__globals__``, ``__closure__``), the garbage collector,
+  ``importlib.reload`` or ``ctypes``;
+* call torch's internals (``torch._VF``, ``torch._C``, ``torch.ops``);
+* name a file outside the notebook's folder (a path that is absolute or climbs with ``..``);
+* run code made at run time (``exec``, ``eval``, ``compile`` of anything but a literal).
+
+A finding is a reason to look, not a verdict: the score stays what the tests gave.
+"""
+
+import ast
+
+__all__ = ["findings"]
+
+IPYTHON = {
+    "input_transformers_cleanup": "how IPython reads cells (an input transformer)",
+    "input_transformers_post": "how IPython reads cells (an input transformer)",
+    "input_transformer_manager": "how IPython reads cells (an input transformer)",
+    "ast_transformers": "how IPython compiles cells (an AST transformer)",
+    "events": "IPython's events (code run around every cell)",
+    "set_custom_exc": "how IPython reports errors",
+    "showtraceback": "how IPython reports errors",
+}
+INTERPRETER = {
+    ("sys", "modules"): "the interpreter's loaded modules (sys.modules)",
+    ("sys", "meta_path"): "how modules are imported (sys.meta_path)",
+    ("sys", "path_hooks"): "how modules are imported (sys.path_hooks)",
+    ("sys", "settrace"): "tracing (sys.settrace)",
+    ("sys", "setprofile"): "tracing (sys.setprofile)",
+    ("sys", "addaudithook"): "audit hooks (sys.addaudithook)",
+    ("importlib", "reload"): "modules reloaded (importlib.reload)",
+    ("gc", "get_objects"): "every object of the interpreter (gc.get_objects)",
+    ("gc", "get_referrers"): "objects found through the garbage collector (gc.get_referrers)",
+    ("gc", "get_referents"): "objects found through the garbage collector (gc.get_referents)",
+}
+FUNCTION_INSIDES = {"__code__", "__globals__", "__closure__", "__defaults__", "__kwdefaults__", "__builtins__"}
+LIBRARIES = ("torch", "numpy", "seqlab")
+INTERNALS = {"_VF", "_C", "ops"}  # torch._VF, torch._C, torch.ops
+FILE_CALLS = {"open", "Path", "PurePath", "listdir", "scandir", "walk", "remove", "unlink", "rename", "replace"}
+FILE_CALLS |= {"rmtree", "copy", "copyfile", "copytree", "move", "glob", "iglob", "chdir", "load", "save", "loadtxt"}
+
+
+def _dotted(node) -> list | None:
+    """``["torch", "testing", "assert_close"]`` for ``torch.testing.assert_close``; ``None`` otherwise."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        return [node.id, *reversed(parts)]
+    return None
+
+
+def _aliases(tree) -> dict:
+    """``{local name: module path}`` of the cell's imports (``import numpy as np`` gives np: numpy)."""
+    names = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                names[alias.asname or alias.name.split(".")[0]] = (
+                    alias.name if alias.asname else alias.name.split(".")[0]
+                )
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names:
+                names[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    return names
+
+
+def _library(parts: list | None, aliases: dict) -> str | None:
+    """The dotted name, through the cell's imports, when it belongs to torch, numpy or seqlab."""
+    if not parts:
+        return None
+    root = aliases.get(parts[0], parts[0] if parts[0] in LIBRARIES else None)
+    if root is None or root.split(".")[0] not in LIBRARIES:
+        return None
+    return ".".join([root, *parts[1:]])
+
+
+def _outside(value) -> bool:
+    return isinstance(value, str) and (value.startswith(("/", "~")) or ".." in value.replace("\\", "/").split("/"))
+
+
+def findings(source: str) -> list:
+    """``(line, what)`` for each place where the cell's code touches the test machinery, in order."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    aliases, found = _aliases(tree), []
+    for node in ast.walk(tree):
+        line = getattr(node, "lineno", 0)
+        if isinstance(node, ast.Attribute) and node.attr in IPYTHON:
+            found.append((line, f"changes {IPYTHON[node.attr]}"))
+        if isinstance(node, ast.Attribute) and node.attr in FUNCTION_INSIDES:
+            found.append((line, f"reaches into a function ({node.attr})"))
+        parts = _dotted(node) if isinstance(node, ast.Attribute) else None
+        if parts and len(parts) >= 2 and (aliases.get(parts[0], parts[0]), parts[1]) in INTERPRETER:
+            found.append((line, f"touches {INTERPRETER[aliases.get(parts[0], parts[0]), parts[1]]}"))
+        name = _library(parts, aliases)
+        if name and name.startswith("torch.") and name.split(".")[1] in INTERNALS:
+            found.append((line, f"calls torch's internals ({'.'.join(name.split('.')[:2])})"))
+        if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign | ast.Delete):
+            targets = node.targets if isinstance(node, ast.Assign | ast.Delete) else [node.target]
+            for target in targets:
+                changed = _library(_dotted(target), aliases) if isinstance(target, ast.Attribute) else None
+                if changed:
+                    found.append((line, f"replaces {changed}"))
+                if isinstance(target, ast.Name) and target.id == "__builtins__":
+                    found.append((line, "replaces the builtins"))
+        if isinstance(node, ast.Call):
+            function = _dotted(node.func) or []
+            if function[-1:] == ["setattr"] and node.args and _library(_dotted(node.args[0]), aliases):
+                found.append((line, f"replaces an attribute of {_library(_dotted(node.args[0]), aliases)}"))
+            if (
+                function in (["exec"], ["eval"], ["compile"])
+                and node.args
+                and not isinstance(node.args[0], ast.Constant)
+            ):
+                found.append((line, f"runs code made at run time ({function[0]})"))
+            if function[:1] == ["ctypes"] or aliases.get(function[0] if function else "", "") == "ctypes":
+                found.append((line, "uses ctypes"))
+            if function and function[-1] in FILE_CALLS:
+                paths = [a.value for a in node.args if isinstance(a, ast.Constant)]
+                if any(_outside(p) for p in paths):
+                    found.append(
+                        (
+                            line,
+                            f"names a file outside the notebook's folder ({next(p for p in paths if _outside(p))!r})",
+                        )
+                    )
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            modules = [a.name for a in node.names] + ([node.module] if isinstance(node, ast.ImportFrom) else [])
+            if any((m or "").split(".")[0] in ("ctypes", "gc") for m in modules):
+                found.append(
+                    (line, f"imports {', '.join(m for m in modules if m and m.split('.')[0] in ('ctypes', 'gc'))}")
+                )
+    return sorted(set(found))
