@@ -10,6 +10,7 @@ pytest puts tests/ on sys.path (the folder has no __init__.py), so test files im
 ``grading_harness``.
 """
 
+import ast
 import os
 import subprocess
 import sys
@@ -270,6 +271,7 @@ KINDS = {
         "the solution, a cell of its own after the first answer whose loop swallows the interrupt",
         "everything",
     ),
+    "exits_in_call": ("the solution, its last answer's function ending the kernel (os._exit) when called", "early"),
     "transformer": ("the release, its first answer making every test cell `pass` (an input transformer)", "nothing"),
     "no_checks": ("exercise 1: noise for answers, assert_close and check_tensor made no-ops", "nothing"),
     "guard_replaced": ("exercise 1: torch's LSTM cell for the step, the guard that switches it off a no-op", "nothing"),
@@ -314,6 +316,9 @@ def attack(kind: str, ex: str, release, solution):
         first.metadata.nbgrader.update(solution=False, locked=True)
     elif kind == "swallows":
         nb.cells.insert(nb.cells.index(first) + 1, nbformat.v4.new_code_cell(SWALLOW))
+    elif kind == "exits_in_call":
+        name = next(n.name for n in ast.parse(last.source).body if isinstance(n, ast.FunctionDef))
+        last.source += f"\n\nimport os\n\n\ndef {name}(*args, **kwargs):\n    os._exit(1)\n"
     elif kind == "transformer":
         nb = nbformat.from_dict(release)
         cell(nb, answers[0]).source = TRANSFORMER + cell(nb, answers[0]).source

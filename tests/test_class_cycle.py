@@ -41,6 +41,8 @@ grade command's tests), each with one exercise, in turn after the ones above:
 | graded_off     | the solution, every test's "graded" flag switched off                    | every test |
 | sidebar        | the solution, a test's grade id deleted, a test made markdown, one worth | every test |
 |                | 50 points, the first answer made a read-only cell                        |            |
+| exits_in_call  | the solution, its last answer's function ending the kernel (os._exit)    | all but    |
+|                | when a test calls it (a new kernel for each such test)                   | late       |
 | loop_swallows  | the first exercise: the solution and, after the first answer, a loop     | every test |
 |                | that swallows the timeout's interrupt (graded with the loop)             |            |
 | transformer    | the first exercise: the release, its first answer installing an IPython  | none       |
@@ -107,7 +109,7 @@ pytestmark = pytest.mark.xdist_group("class-cycle")
 
 EXERCISES = exercise_names(ROOT / "solutions")
 EVERY_EXERCISE = ["perfect", "always_eq", "untouched"]
-LOST_WORK = ["big_line", "copied_test", "answer_moved", "graded_off", "sidebar"]
+LOST_WORK = ["big_line", "copied_test", "answer_moved", "graded_off", "sidebar", "exits_in_call"]
 ATTACKS = [] if SANDBOX_MISSING else sorted(ON_THE_COURSE)  # never run unsandboxed
 # in turn over the exercises, from the second
 ONE_EXERCISE = ["crash", "deleted", "edited", "stderr", "syntax"] + LOST_WORK + ATTACKS

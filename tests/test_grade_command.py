@@ -37,11 +37,13 @@ from grading_harness import (
     PLANTED,
     ROOT,
     SANDBOX_MISSING,
+    answer_ids,
     attack,
     cell,
     exercise_names,
     graded_points,
     nbgrader_meta,
+    points_below,
     processes_with,
     solved,
 )
@@ -229,6 +231,7 @@ def attempts(tmp_path_factory):
         "sections": sections(result.stdout),
         "kinds": kinds,
         "points": graded_points(solution),
+        "late": points_below(solution, answer_ids(solution)[-1]),
         "folder": folder,
         "before": before,
         "after": after,
@@ -250,11 +253,10 @@ def test_every_attempt_is_graded(attempts):
 def test_an_attempt_scores_what_the_solutions_points_say(attempts, kind):
     if kind not in attempts["kinds"]:
         pytest.skip(f"no attack without a sandbox: {SANDBOX_MISSING}")
-    possible = sum(attempts["points"].values())
-    expected = {"everything": possible, "nothing": 0}[KINDS[kind][1]]
-    assert total(attempts["sections"][f"{kind}.ipynb"]) == f"{expected:g} / {possible:g}", attempts["sections"][
-        f"{kind}.ipynb"
-    ]
+    possible, late = sum(attempts["points"].values()), sum(attempts["late"].values())
+    expected = {"everything": possible, "nothing": 0, "early": possible - late}[KINDS[kind][1]]
+    part = attempts["sections"][f"{kind}.ipynb"]
+    assert total(part) == f"{expected:g} / {possible:g}", part
 
 
 def test_a_correct_notebook_saved_as_ex1_is_graded(attempts):

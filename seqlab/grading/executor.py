@@ -44,7 +44,8 @@ from seqlab.grading.sandbox import KernelSession, Sandbox, SandboxedKernelManage
 __all__ = ["SandboxedExecute", "add_notes", "exercise_cells", "refuse_without_sandbox", "sandbox_settings"]
 
 TRUNCATED = "\n[... output cut here: a cell keeps at most {limit} bytes of output]\n"
-SERVE_GRACE = 10  # seconds the student's kernel gets to stop serving once a test cell is done
+SERVE_GRACE = 3  # seconds the student's kernel gets to stop serving once a test cell is done
+INTERRUPT_GRACE = 5  # and once interrupted, when it was still running the student's code
 
 
 def add_notes(nb, notes: list, key: str = "notes") -> None:
@@ -451,11 +452,12 @@ class SandboxedExecute(_OutputLimits, Execute):
         finish = f"__import__('seqlab.grading.verdict', fromlist=['finish']).finish({path!r})"
         if self._verdict is not None and self._verdict.kc is not None:
             self._verdict_pending.append(self._verdict.kc.execute(finish, store_history=False))
-        if self._wait_for(msg_id, SERVE_GRACE):
+        alive = run_sync(self.km.is_alive)
+        if alive() and self._wait_for(msg_id, SERVE_GRACE):
             return True
-        if run_sync(self.km.is_alive)():
+        if alive():  # still in the student's code, after the test gave up on it
             run_sync(self.km.interrupt_kernel)()
-            if self._wait_for(msg_id, SERVE_GRACE):
+            if self._wait_for(msg_id, INTERRUPT_GRACE):
                 return True
             lost = f"the student's code called by test cell {label} ran on and ignored the interrupt"
         else:

@@ -191,24 +191,23 @@ def unavailable_reason(bwrap: str = "bwrap") -> str | None:
     ``None``: a trial sandbox is started once per process, as a kernel's would be."""
     if shutil.which(bwrap) is None:
         return f"bubblewrap is not installed (no {bwrap} on PATH; on Debian and Ubuntu: apt-get install bubblewrap)"
-    folder = tempfile.mkdtemp(prefix="seqlab-probe-")
+    notebook_folder = tempfile.mkdtemp(prefix="seqlab-probe-")
     try:
-        session = stack = KernelSession(folder)
-        runtime, scratch = session.folders("probe")
-        probe = Sandbox(bwrap=bwrap, memory_limit=2**30, tmp_size=2**20).command(
-            ["/bin/sh", "-c", "echo ok > ok"], workdir=session.workdir, scratch=scratch, runtime=runtime
-        )
-        try:
-            done = subprocess.run(probe, cwd=scratch, capture_output=True, text=True, timeout=60)
-        except (OSError, subprocess.TimeoutExpired) as error:
-            return f"bubblewrap failed to start a sandbox: {error}"
-        if done.returncode != 0 or not os.path.isfile(os.path.join(scratch, "ok")):
-            detail = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
-            return f"bubblewrap cannot start a sandbox on this machine: {detail}"
-        return None
+        with KernelSession(notebook_folder) as session:
+            runtime, scratch = session.folders("probe")
+            probe = Sandbox(bwrap=bwrap, memory_limit=2**30, tmp_size=2**20).command(
+                ["/bin/sh", "-c", "echo ok > ok"], workdir=session.workdir, scratch=scratch, runtime=runtime
+            )
+            try:
+                done = subprocess.run(probe, cwd=scratch, capture_output=True, text=True, timeout=60)
+            except (OSError, subprocess.TimeoutExpired) as error:
+                return f"bubblewrap failed to start a sandbox: {error}"
+            if done.returncode != 0 or not os.path.isfile(os.path.join(scratch, "ok")):
+                detail = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+                return f"bubblewrap cannot start a sandbox on this machine: {detail}"
+            return None
     finally:
-        stack.close()
-        shutil.rmtree(folder, ignore_errors=True)
+        shutil.rmtree(notebook_folder, ignore_errors=True)
 
 
 SHORT = 60  # longest path of the folder that holds a session (its sockets' paths stay under 107 bytes)

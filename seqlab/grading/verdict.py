@@ -307,8 +307,8 @@ def _answer(header: dict, blobs: list, namespace: dict, guard: dict, graphs: dic
     stdout, stderr = io.StringIO(), io.StringIO()
     outputs: list = []
     try:
+        # the kernel's own warning filters (as in the notebook), shown on the captured stderr
         with redirect_stdout(stdout), redirect_stderr(stderr), warnings.catch_warnings():
-            warnings.simplefilter("default")
             with torch.set_grad_enabled(bool(header.get("grad"))), _switched_off(guard, header.get("disabled", [])):
                 if header["op"] == "call":
                     structure = _call(header, blobs, namespace, graphs, outputs)
