@@ -52,7 +52,7 @@ from seqlab.data.right_context import AMBIGUOUS_WORDS, LEFT_CONTEXTS, right_cont
 from seqlab.data.sentiment import FILLER_WORDS, NEGATION, NEGATIVE_WORDS, POSITIVE_WORDS, sentiment_task
 from seqlab.data.shapes import RELATIONS, SHAPE_COLOURS, SHAPES, shape_mask, shapes_task
 from seqlab.data.speech import SPEECH_ALPHABET, character_patterns, speech_task
-from seqlab.data.summarisation import summarisation_task
+from seqlab.data.summarisation import multi_sentence_summarisation_task, summarisation_task
 from seqlab.data.translation import translation_grammar_size, translation_task
 from seqlab.data.vocab import SPACE_TOKEN, Vocab, build_vocabs, char_tokens, join_char_tokens
 from seqlab.padding import BOS, BOS_ID, EOS, EOS_ID, PAD, PAD_ID, SPECIAL_TOKENS, UNK, UNK_ID, lengths_to_mask
@@ -111,6 +111,7 @@ __all__ = [
     "make_seq2seq_batch",
     "make_tagging_batch",
     "memory_task",
+    "multi_sentence_summarisation_task",
     "pad_sequences",
     "reversal_task",
     "right_context_task",
