@@ -42,6 +42,7 @@ from seqlab.data import (
     make_pointer_batch,
     make_seq2seq_batch,
     make_tagging_batch,
+    multi_sentence_summarisation_task,
     pad_sequences,
     reversal_task,
     right_context_task,
@@ -567,6 +568,66 @@ def test_summary_names_are_mostly_out_of_vocabulary():
     oov_rate = sum(tok not in vocab for tok in names) / len(names)
     assert oov_rate > 0.9  # measured 0.998 for seeds 0-4
     # ... yet copying can write every summary: no target word is unk over the extended vocabulary
+    for src, tgt in pairs:
+        _, oovs = extended_source_ids(src, vocab)
+        assert UNK_ID not in extended_target_ids(tgt, vocab, oovs), (src, tgt)
+
+
+def summary_sentences(tgt: list[str]) -> list[tuple[str, str, str, str | None]]:
+    """``(first, last, action, place or None)`` of each sentence of a multi-sentence summary."""
+    found = re.findall(r"(\S+) (\S+) ((?:(?! in | \.).)+?)(?: in (\S+))? \.(?: |$)", " ".join(tgt))
+    assert " ".join(" ".join(filter(None, s[:3])) + (f" in {s[3]}" if s[3] else "") + " ." for s in found) == " ".join(
+        tgt
+    ), tgt  # the sentences parsed are the whole summary
+    return [(first, last, action, place or None) for first, last, action, place in found]
+
+
+def test_multi_sentence_summarisation_is_deterministic_and_within_its_sizes():
+    random.seed(7)
+    python_state, torch_state = random.getstate(), torch.get_rng_state()
+    pairs = multi_sentence_summarisation_task(300, seed=1)
+    assert random.getstate() == python_state and torch.equal(torch.get_rng_state(), torch_state)
+    assert multi_sentence_summarisation_task(300, seed=1) == pairs
+    assert multi_sentence_summarisation_task(300, seed=2) != pairs
+    assert len(pairs) == 300
+    counts = Counter(tgt.count(".") for _, tgt in pairs)
+    assert set(counts) == {2, 3} and min(counts.values()) > 100  # two or three items, both often
+    for src, tgt in pairs:
+        assert all(isinstance(tok, str) and tok == tok.lower() and " " not in tok for tok in src + tgt)
+        assert tgt.count(".") <= src.count(".") and tgt[-1] == "." and src[-1] == "."
+    assert {tgt.count(".") for _, tgt in multi_sentence_summarisation_task(200, seed=0, min_items=4, max_items=4)} == {
+        4
+    }
+    with pytest.raises(ValueError, match="n \\(the number of examples\\) must be at least 1, got 0"):
+        multi_sentence_summarisation_task(0)
+    with pytest.raises(ValueError, match="max_items must lie between min_items = 3 and 8, got 2"):
+        multi_sentence_summarisation_task(5, min_items=3, max_items=2)
+
+
+def test_multi_sentence_summaries_follow_their_story_and_repeat_no_phrase():
+    pairs = multi_sentence_summarisation_task(500, seed=3)
+    for src, tgt in pairs:
+        sentences = summary_sentences(tgt)
+        assert len(sentences) == tgt.count(".")
+        # one item per sentence, in the story's order: each full name appears in the story, later and later
+        starts = [
+            next(i for i in range(len(src) - 1) if src[i : i + 2] == [first, last]) for first, last, _, _ in sentences
+        ]
+        assert starts == sorted(starts), (src, tgt)
+        for _, _, action, place in sentences:
+            assert " ".join(src).count(action) == 1, (src, tgt)  # each action once in the story...
+            assert place is None or place in src
+        assert len({action for _, _, action, _ in sentences}) == len(sentences)  # ...and different ones
+        assert len({(first, last) for first, last, _, _ in sentences}) == len(sentences)
+        # the property chapter 6 measures repetition against: no three-word phrase occurs twice
+        trigrams = [tuple(tgt[i : i + 3]) for i in range(len(tgt) - 2)]
+        assert len(set(trigrams)) == len(trigrams), tgt
+    assert sum(place is not None for _, tgt in pairs for *_, place in summary_sentences(tgt)) > 0.6 * sum(
+        tgt.count(".") for _, tgt in pairs
+    )  # the place is often there
+    vocab = build_shared_vocab(pairs, min_freq=2)
+    names = [word for _, tgt in pairs for first, last, _, _ in summary_sentences(tgt) for word in (first, last)]
+    assert sum(word not in vocab for word in names) / len(names) > 0.9  # only copying can write them
     for src, tgt in pairs:
         _, oovs = extended_source_ids(src, vocab)
         assert UNK_ID not in extended_target_ids(tgt, vocab, oovs), (src, tgt)

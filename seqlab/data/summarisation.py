@@ -143,3 +143,81 @@ def summarisation_task(n: int, seed: int = 0) -> list[tuple[list[str], list[str]
         tgt = f"{first} {last} {action}{' in ' + slots['place'] if has_place else ''} .".split()
         pairs.append((src, tgt))
     return pairs
+
+
+# Multi-sentence summarisation: a digest of several news items, one summary sentence per item
+#
+# A story strings together two or three items, each a lead (who did what, usually where and when) and
+# often a detail, with a distractor now and then between them; the summary has one sentence per item,
+# in the story's order:
+#   "on monday , zorvan kelleth opened a bridge in dunmere . the bridge cost 40 million dollars .
+#    prices at the market rose by 3 percent . mira tolk won the race in holmby on friday ."
+#   → "zorvan kelleth opened a bridge in dunmere . mira tolk won the race in holmby ."
+# The items of one story have different actions, people and places, so a reference summary repeats no
+# three-word phrase: a summary that does repeat one has gone back to an item it already wrote.
+
+
+def multi_sentence_summarisation_task(
+    n: int, seed: int = 0, min_items: int = 2, max_items: int = 3
+) -> list[tuple[list[str], list[str]]]:
+    """News digests of several items and their multi-sentence summaries, one sentence per item.
+
+    Each story has ``min_items`` to ``max_items`` items, each written as in :func:`summarisation_task`:
+    a lead sentence (who did what, usually where and when) followed, most of the time, by a detail with
+    a number; a distractor sentence sometimes stands between two items or at the end. The summary is
+    each item's "who did what where" in the story's order::
+
+        "zorvan kelleth opened a bridge in dunmere . mira tolk won the race in holmby ."
+
+    The items of one story have different actions, people and places, so no three-word phrase occurs
+    twice in a summary: a decoder that writes one twice has gone back to an item it already summarised,
+    the repetition that coverage (chapter 6) is meant to cure. Names and places are made from random
+    syllables, so with :func:`build_shared_vocab` and ``min_freq=2`` they are out of vocabulary.
+
+    Example::
+
+        >>> src, tgt = multi_sentence_summarisation_task(1)[0]
+        >>> tgt.count(".") >= 2 and all(word in src for word in tgt[:2])
+        True
+
+    Taught in chapter 6.
+    """
+    check_at_least_one("n (the number of examples)", n)
+    check_at_least_one("min_items", min_items)
+    if max_items < min_items or max_items > len(_ACTIONS):
+        raise ValueError(f"max_items must lie between min_items = {min_items} and {len(_ACTIONS)}, got {max_items}")
+    rng = random.Random(seed)
+    pairs = []
+    for _ in range(n):
+        n_items = rng.randint(min_items, max_items)
+        actions = rng.sample(list(_ACTIONS), n_items)  # different actions: no phrase of the summary repeats
+        names, places = set(), set()
+        sentences, summary = [], []
+        for action in actions:
+            while (name := _person_name(rng)) in names or name[0] == name[1]:
+                pass
+            names.add(name)
+            while (place := _place_name(rng)) in places:
+                pass
+            places.add(place)
+            first, last = name
+            has_place = rng.random() < 0.8
+            slots = {
+                "first": first,
+                "last": last,
+                "action": action,
+                "place": place,
+                "day": rng.choice(_WEEKDAY_WORDS),
+                "role": rng.choice(_ROLES),
+                "number": str(rng.randint(2, 99)),
+            }
+            item = [rng.choice(_LEADS_WITH_PLACE if has_place else _LEADS_WITHOUT_PLACE)]
+            if rng.random() < 0.7:
+                item.append(rng.choice(_ACTIONS[action]))
+            sentences += [sentence.format(**slots) for sentence in item]
+            if rng.random() < 0.3:  # a distractor between two items, or after the last
+                distractor = rng.choice(_DISTRACTORS)
+                sentences.append(distractor.format(count=rng.randint(2, 99), other_place=_place_name(rng)))
+            summary.append(f"{first} {last} {action}{' in ' + place if has_place else ''} .")
+        pairs.append((" ".join(sentences).split(), " ".join(summary).split()))
+    return pairs
