@@ -1,13 +1,13 @@
 """The recurrent decoder that reads a context vector at every step (chapter 3; reused in chapter 4).
 
-At step t it reads the previous target token and a context vector c, updates its state, and scores
+At step t it reads the previous target token and a context vector ctx, updates its state, and scores
 the next token::
 
-    z_t = cell([embed(y_{t-1}); c], z_{t-1})
-    P(y_t | y_<t, x) = softmax(W_out [z_t; c; embed(y_{t-1})] + b_out)
+    s_t = cell([embed(y_{t-1}); ctx], s_{t-1})
+    P(y_t | y_<t, x) = softmax(W_out [s_t; ctx; embed(y_{t-1})] + b_out)
 
-Chapter 3's Seq2Seq gives it the same c at every step; chapter 4's attention decoder computes a fresh
-c before each step and hands it to this decoder.
+Chapter 3's Seq2Seq gives it the same ctx at every step; chapter 4's attention decoder computes a fresh
+ctx_t before each step and hands it to this decoder.
 """
 
 import torch
@@ -93,7 +93,7 @@ class ContextDecoder(nn.Module):
         return self.rnn(torch.cat([embedded, context], dim=2), state)
 
     def predict(self, outputs: Tensor, context: Tensor, embedded: Tensor) -> Tensor:
-        """The next token's log-probabilities from ``[z_t; c; embed(y_{t-1})]``: ``(B, T, V)``."""
+        """The next token's log-probabilities from ``[s_t; ctx; embed(y_{t-1})]``: ``(B, T, V)``."""
         features = torch.cat([self.dropout(outputs), context, embedded], dim=2)  # (B, T, H+C+E)
         return F.log_softmax(self.output(features), dim=-1)  # (B, T, V)
 

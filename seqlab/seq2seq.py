@@ -45,8 +45,8 @@ class Seq2Seq(Decodable, nn.Module):
     decoder's initial state is the :class:`~seqlab.encoder.Bridge` of all final states. The decoder
     (:class:`~seqlab.decoder.ContextDecoder`) reads the context at every step::
 
-        z_t = cell([embed(y_{t-1}); c], z_{t-1})                 z_0 = bridge(encoder final states)
-        P(y_t | y_<t, x) = softmax(W_out [z_t; c; embed(y_{t-1})] + b_out)
+        s_t = cell([embed(y_{t-1}); ctx], s_{t-1})               s_0 = bridge(encoder final states)
+        P(y_t | y_<t, x) = softmax(W_out [s_t; ctx; embed(y_{t-1})] + b_out)
 
     Args:
         src_vocab_size, tgt_vocab_size: vocabulary sizes (id 0 is padding in both).
