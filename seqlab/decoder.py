@@ -89,7 +89,7 @@ class ContextDecoder(nn.Module):
         return self.dropout(self.embedding(tokens))
 
     def recur(self, embedded: Tensor, state, context: Tensor) -> tuple:
-        """The recurrent cell over ``[embed(y); c]``: ``(B, T, E)``, ``(B, T, C)`` → outputs ``(B, T, H)``, state."""
+        """The recurrent cell over ``[embed(y); ctx]``: ``(B, T, E)``, ``(B, T, C)`` → outputs ``(B, T, H)``, state."""
         return self.rnn(torch.cat([embedded, context], dim=2), state)
 
     def predict(self, outputs: Tensor, context: Tensor, embedded: Tensor) -> Tensor:
