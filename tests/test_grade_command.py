@@ -49,7 +49,7 @@ from grading_harness import (
 )
 
 from seqlab.grading import autograde
-from seqlab.grading.cli import main, notebooks_in
+from seqlab.grading.cli import VISIBLE_ONLY, main, notebooks_in
 from seqlab.grading.executor import answer_names, defined_names
 from seqlab.grading.repair import ExerciseCell
 
@@ -178,6 +178,13 @@ def test_without_bubblewrap_the_command_says_it_grades_unsandboxed(untouched):
     out = untouched["result"].stdout
     assert "warning: grading without a sandbox: bubblewrap is not installed (no no-such-bwrap on PATH" in out
     assert "The notebook runs with your rights" in out
+
+
+def test_a_grade_without_hidden_tests_ends_saying_so(untouched, perfect):
+    """Last, under the table: the points count the visible tests only, and the instructor's grade may differ."""
+    assert untouched["result"].stdout.rstrip().splitlines()[-1] == VISIBLE_ONLY
+    assert "visible tests only" in VISIBLE_ONLY and "instructor's grade" in VISIBLE_ONLY
+    assert VISIBLE_ONLY not in perfect["result"].stdout
 
 
 def test_only_the_feedback_file_is_written(untouched):

@@ -436,6 +436,9 @@ def _nbgrader_steps(course: Path, exercise: str, notebook: Path, timeout: int, t
 
     config = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
     config.CourseDirectory.root = str(course)
+    # The temporary course's own layout (grade() puts the source in solutions/), whatever the course's file
+    # says: the student edition's nbgrader_config.py holds the grading rules only, not the course's folders.
+    config.CourseDirectory.source_directory = "solutions"
     # Never the course's own gradebook, wherever its db_url points (a class's PostgreSQL server).
     config.CourseDirectory.db_url = f"sqlite:///{course / 'gradebook.db'}"
     config.Execute.timeout = timeout

@@ -76,6 +76,11 @@ def _stop_on_sigterm(signum, frame):  # noqa: ARG001 (a signal handler's signatu
     raise Stopped
 
 
+# The last line of a grade without solutions/ (a student's copy, the student edition): the table above it
+# is not the instructor's grade.
+VISIBLE_ONLY = "These points count the visible tests only: the instructor's grade, with the hidden tests, may differ."
+
+
 def _tests(exercise: str, hidden_tests: bool) -> str:
     if hidden_tests:
         return f"the visible tests and the instructor's hidden tests (solutions/{exercise})"
@@ -137,6 +142,8 @@ def grade_one(notebook: Path, args) -> int:
         print(f"\nFeedback{shows}: {report.feedback}")
     missing = report.possible - report.earned
     print("\nFull marks." if missing <= 0 else f"\n{missing:g} of {report.possible:g} points missing.")
+    if not report.hidden_tests:
+        print(VISIBLE_ONLY)
     return report.exit_status
 
 
