@@ -4,6 +4,7 @@
 #   make release  regenerate exercises/ from solutions/ with nbgrader
 #   make grade NB=PATH   grade an exercise notebook where it is (seqlab grade PATH): points, feedback
 #   make bench    time seqlab against torch.nn and d2l's models (benchmarks/results/); DEVICE=cuda on a GPU
+#   make student-edition DIR=PATH   write or update the students' repository in PATH (tools/student_edition.py)
 
 PYTHON ?= $(shell command -v python3.11 2>/dev/null || command -v python3)
 VENV := .venv
@@ -17,7 +18,7 @@ export OMP_NUM_THREADS ?= 1
 export SEQLAB_PROGRESS ?= 0
 STAMP := $(VENV)/.installed
 
-.PHONY: env book test lint release grade bench clean
+.PHONY: env book test lint release grade bench student-edition clean
 
 env: $(STAMP)
 
@@ -50,6 +51,10 @@ grade: env
 
 bench: env
 	$(BIN)/python benchmarks/bench.py --device $(or $(DEVICE),cpu) --grading
+
+student-edition: env
+	@test -n "$(DIR)" || { echo "usage: make student-edition DIR=path/to/the/edition" >&2; exit 2; }
+	$(BIN)/python tools/student_edition.py "$(DIR)"
 
 clean:
 	rm -rf _build
