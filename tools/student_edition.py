@@ -403,11 +403,12 @@ def write_edition(dest: Path, files: dict, previous: dict) -> dict:
     return {"written": written, "removed": removed, "kept": sorted(kept), "manifest": manifest}
 
 
-def course_commit(course: Path, paths: list) -> str:
-    """``<sha> (<subject>)``, and whether the edition's sources differ from that commit."""
-    head = git("log", "-1", "--format=%H (%s)", cwd=course).stdout.strip()
+def course_commit(course: Path, paths: list) -> tuple:
+    """The course's commit: ``(sha, "its subject")``, the subject followed by a note when the edition's
+    sources differ from that commit."""
+    sha, subject = git("log", "-1", "--format=%H%n%s", cwd=course).stdout.strip().split("\n", 1)
     changed = git("status", "--porcelain", "--", *paths, cwd=course).stdout.strip()
-    return head + (", with uncommitted changes" if changed else "")
+    return sha, subject + ("\n(with uncommitted changes to the course's files)" if changed else "")
 
 
 def commit(dest: Path, paths: list, message: str) -> bool:
@@ -442,14 +443,14 @@ def build(dest: Path, course: Path = ROOT) -> dict:
     result = write_edition(dest, files, previous)
     (dest / MANIFEST).write_text(json.dumps({"files": result["manifest"]}, indent=1, sort_keys=True) + "\n")
     sources = ["_config.yml", "nbgrader_config.py", "requirements.txt", "pyproject.toml", "tools/student_edition"]
-    source = course_commit(course, [*COPIED, "seqlab", "tests", *sources, "tools/student_edition.py"])
+    sha, subject = course_commit(course, [*COPIED, "seqlab", "tests", *sources, "tools/student_edition.py"])
     counts = f"{len(result['written'])} files written, {len(result['removed'])} removed"
     if result["kept"]:
         counts += f", {len(result['kept'])} kept as the student left them"
     title = "seqlab student edition" if not previous else "Update the seqlab student edition"
-    message = f"{title}, from course commit {source}\n\n{counts}.\n"
+    message = f"{title} from course commit {sha}\n\nThe course's commit: {subject}\n\n{counts}.\n"
     result["committed"] = commit(dest, [*result["written"], *result["removed"], MANIFEST], message)
-    result["course_commit"] = source
+    result["course_commit"] = sha
     return result
 
 
