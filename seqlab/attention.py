@@ -52,12 +52,13 @@ class _Scorer(nn.Module):
 
 
 class AdditiveScorer(_Scorer):
-    r"""Additive (MLP, "concat") scoring of Bahdanau et al. (2015): ``vᵀ tanh(W_k k + W_q q)``.
+    r"""Additive (MLP, "concat") scoring of Bahdanau et al. (2015): ``wᵀ tanh(W_q q + W_k k + b)``.
 
-    In the notation of chapter 4, :math:`u_i^t = v^T \tanh(W_1 h^i + W_2 z^t)`: the keys are the
-    encoder states :math:`h^i` (``W_1`` is ``key_proj``), the query is the decoder state
-    :math:`z^t` (``W_2`` is ``query_proj``). A one-hidden-layer network on the concatenation
-    ``[k; q]``, which is the same thing with ``[W_1 W_2]`` as one matrix.
+    In the book's notation, :math:`e_{t,i} = w^\top \tanh(W_q s_{t-1} + W_k h_i + b)`: the query is the
+    decoder's previous state :math:`s_{t-1}` (``W_q`` is ``query_proj``'s weight, ``b`` its bias), the
+    keys are the encoder states :math:`h_i` (``W_k`` is ``key_proj``), and ``w`` is ``v``'s weight.
+    Bahdanau et al.'s equation has no ``b``. A one-hidden-layer network on the concatenation
+    ``[q; k]``, which is the same thing with ``[W_q W_k]`` as one matrix.
 
     Args:
         query_size: Dq.
@@ -76,9 +77,9 @@ class AdditiveScorer(_Scorer):
     def __init__(self, query_size: int, key_size: int, hidden_size: int):
         super().__init__()
         self.query_size, self.key_size = query_size, key_size
-        self.key_proj = nn.Linear(key_size, hidden_size, bias=False)  # W_1
-        self.query_proj = nn.Linear(query_size, hidden_size, bias=True)  # W_2 (and the layer's bias)
-        self.v = nn.Linear(hidden_size, 1, bias=False)
+        self.key_proj = nn.Linear(key_size, hidden_size, bias=False)  # W_k
+        self.query_proj = nn.Linear(query_size, hidden_size, bias=True)  # W_q and the bias b
+        self.v = nn.Linear(hidden_size, 1, bias=False)  # w
 
     def prepare_keys(self, keys: Tensor) -> Tensor:
         check_shape("keys", keys, ("B", "S", self.key_size))

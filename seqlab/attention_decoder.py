@@ -1,16 +1,16 @@
 """The attention decoder of Bahdanau, Cho and Bengio (2015) (chapter 4).
 
 Instead of one context vector for the whole output, the decoder computes a fresh one at every step by
-attending over all encoder states. In chapter 4's notation, with encoder states h^1..h^S and decoder
-states z^0, z^1, ...::
+attending over all encoder states. In the book's notation (book/notation.md), with encoder states
+h_1..h_S and decoder states s_0, s_1, ..., step t reads y_{t-1} and s_{t-1}::
 
-    u_i^t = score(z^t, h^i)                      e.g. vᵀ tanh(W_1 h^i + W_2 z^t)
-    α^t   = masked_softmax(u^t)                  over the real source positions
-    c^t   = Σ_i α_i^t h^i
-    z^{t+1} = cell([embed(y_t); c^t], z^t)       the context is the cell's input
-    P(y_{t+1} | y_≤t, x) = softmax(W_out [z^{t+1}; c^t; embed(y_t)])
+    e_{t,i} = score(s_{t-1}, h_i)                e.g. wᵀ tanh(W_q s_{t-1} + W_k h_i + b)
+    α_{t,·} = masked_softmax(e_{t,·})            over the real source positions
+    ctx_t   = Σ_i α_{t,i} h_i
+    s_t     = cell([embed(y_{t-1}); ctx_t], s_{t-1})      the context is the cell's input
+    P(y_t | y_<t, x) = softmax(W_out [s_t; ctx_t; embed(y_{t-1})] + b_out)
 
-The loop runs z^0 → c^0 → z^1 → c^1 → ...: the previous decoder state is the query.
+The loop runs s_0 → ctx_1 → s_1 → ctx_2 → ...: the previous decoder state is the query.
 """
 
 import torch
