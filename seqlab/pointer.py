@@ -11,11 +11,13 @@ producing the next word:
 A switch ``p_gen ∈ (0, 1)``, computed at every step, mixes them over an **extended vocabulary**: the
 model's V words plus the source's out-of-vocabulary words, numbered V, V+1, ... per example::
 
-    P(w) = p_gen · P_vocab(w) + (1 − p_gen) · Σ_{i : x_i = w} a_i
+    P(w) = p_gen · P_vocab(w) + (1 − p_gen) · Σ_{i : x_i = w} α_{t,i}
 
-**Coverage** keeps a running sum of past attention, ``c^t = Σ_{t' < t} a^{t'}``. It is fed to the
-attention scorer (so the model knows what it has already covered) and a loss ``Σ_i min(a_i^t, c_i^t)``
-penalises attending again to what is already covered: the cure for repeating oneself.
+**Coverage** keeps a running sum of past attention, ``cov_{t,i} = Σ_{t' < t} α_{t',i}``. It is fed to
+the attention scorer (so the model knows what it has already covered) and a loss
+``Σ_i min(α_{t,i}, cov_{t,i})`` penalises attending again to what is already covered: the cure for
+repeating oneself. The symbols are the book's (``book/notation.md``): decoder state ``s_t``, attention
+weights ``α_{t,i}``, context ``ctx_t``, coverage ``cov_{t,i}``.
 """
 
 import torch
@@ -75,7 +77,7 @@ def _mix(vocab_probs: Tensor, attn: Tensor, p_gen: Tensor, src_ext_ids: Tensor, 
 
 
 def coverage_loss(attn: Tensor, coverage: Tensor, mask: Tensor | None = None) -> Tensor:
-    """The coverage loss of one decoder step: ``Σ_i min(a_i, c_i)``, averaged over the batch.
+    """The coverage loss of one decoder step: ``Σ_i min(α_{t,i}, cov_{t,i})``, averaged over the batch.
 
     ``coverage`` must be the sum of the *earlier* steps' attention (zeros at the first step), so a
     position is penalised only for being attended to again. Padded positions (``mask`` False) count
@@ -109,12 +111,13 @@ def coverage_loss(attn: Tensor, coverage: Tensor, mask: Tensor | None = None) ->
 class CoverageAttention(nn.Module):
     r"""Additive attention that also sees each source position's coverage (See et al., 2017, eq. 11).
 
-    ``e_i = vᵀ tanh(W_h h_i + W_s z + w_c c_i + b)``, ``a = masked_softmax(e)``, ``context = Σ_i a_i h_i``,
-    where ``c_i`` is how much attention position i has received so far. With coverage all zero it
+    ``e_{t,i} = wᵀ tanh(W_q s_{t-1} + W_k h_i + w_cov cov_{t,i} + b)``, ``α_t = masked_softmax(e_t)``,
+    ``ctx_t = Σ_i α_{t,i} h_i``, where ``cov_{t,i}`` is how much attention position i has received
+    before step t. With coverage all zero it
     is exactly chapter 4's additive attention.
 
     Args:
-        query_size: size of the decoder state z.
+        query_size: size of the decoder state s_{t-1} (the query).
         memory_size: size of each encoder state h_i (keys and values).
         hidden_size: the additive scorer's hidden size.
 
@@ -132,9 +135,9 @@ class CoverageAttention(nn.Module):
 
     def forward(self, query: Tensor, memory: Tensor, mask: Tensor, prepared_keys: Tensor, coverage: Tensor) -> tuple:
         projected = (
-            self.scorer.query_proj(query).unsqueeze(1)  # (B, 1, A): W_s z + b
-            + prepared_keys  # (B, S, A): W_h h_i, computed once per source
-            + self.coverage_proj(coverage.unsqueeze(2))  # (B, S, A): w_c c_i
+            self.scorer.query_proj(query).unsqueeze(1)  # (B, 1, A): W_q s_{t-1} + b
+            + prepared_keys  # (B, S, A): W_k h_i, computed once per source
+            + self.coverage_proj(coverage.unsqueeze(2))  # (B, S, A): w_cov cov_{t,i}
         )
         scores = self.scorer.v(torch.tanh(projected)).squeeze(2)  # (B, S)
         weights = masked_softmax(scores.unsqueeze(1), mask).squeeze(1)  # (B, S)
@@ -152,11 +155,11 @@ class PointerGenerator(Decodable, nn.Module):
 
     Each decoder step (chapter 4's loop, plus the switch)::
 
-        context, a = attention(z_t, encoder states, coverage)      # coverage: Σ of earlier a
-        z_{t+1}    = cell([embed(y_t); context], z_t)
-        P_vocab    = softmax(W_out [z_{t+1}; context; embed(y_t)])
-        p_gen      = σ(w · [context; z_{t+1}; embed(y_t)] + b)
-        P          = final_distribution(P_vocab, a, p_gen, src ids, n_oov)
+        ctx_t, α_t = attention(s_{t-1}, encoder states, cov_t)    # cov_t: the sum of earlier α
+        s_t        = cell([emb(y_{t-1}); ctx_t], s_{t-1})
+        P_vocab    = softmax(W_out [s_t; ctx_t; emb(y_{t-1})] + b_out)
+        p_gen      = σ(w_gen · [s_t; ctx_t; emb(y_{t-1})] + b_gen)
+        P          = final_distribution(P_vocab, α_t, p_gen, src ids, n_oov)
 
     Args:
         vocab_size: V, the shared vocabulary (id 0 is padding).

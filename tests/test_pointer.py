@@ -189,6 +189,26 @@ def test_loss_is_finite_when_the_target_cannot_be_produced():
     assert all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
 
 
+def test_a_saturated_switch_makes_a_copy_only_target_impossible_and_the_loss_stays_finite():
+    # Chapter 6's case: in float32 the sigmoid is exactly 1 for inputs past about 17, so p_gen = 1 and a
+    # word that only copying can write (an out-of-vocabulary word of the source) gets P = 0 exactly.
+    assert torch.sigmoid(torch.tensor(17.0)) == 1.0
+    model = small_model().train()
+    with torch.no_grad():
+        model.switch.weight.zero_()
+        model.switch.bias.fill_(30.0)  # p_gen = sigmoid(30) = 1 at every step
+    out = model.forward_with_details(SRC, LENGTHS, TGT_IN)
+    assert (out["p_gen"] == 1.0).all()
+    assert out["probs"][0, 0, 6] == 0  # row 1's first target, its source's OOV word 6: no way to write it
+    loss = pointer_loss(model, Batch)
+    assert torch.isfinite(loss) and loss > -torch.log(torch.tensor(EPSILON)) / 5 * 0.99
+    loss.backward()
+    assert all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
+    # without the clamp the same sum is infinite
+    picked = out["probs"].gather(2, Batch.tgt_out.unsqueeze(2)).squeeze(2)[Batch.tgt_mask]
+    assert torch.isinf(-picked.log().sum())
+
+
 def test_coverage_weight_adds_the_coverage_loss():
     model = small_model()
     without = pointer_loss(model, Batch)

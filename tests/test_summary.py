@@ -21,6 +21,18 @@ def test_rouge1_by_hand():
     assert scores["rouge1"] == pytest.approx(2 / 3)
 
 
+def test_rouge2_and_rouge_l_by_hand_on_chapter_6s_pair():
+    # Chapter 6's worked example: the right words in a muddled order, part of them twice.
+    reference = ["zorvan", "kelleth", "opened", "a", "bridge", "in", "dunmere"]
+    output = ["dunmere", "kelleth", "opened", "a", "bridge", "kelleth", "opened"]
+    scores = rouge([output], [reference])
+    assert scores["rouge1"] == pytest.approx(5 / 7)  # zorvan and in missing; kelleth and opened clipped to 1
+    # bigrams: "kelleth opened" (twice in the output, once in the reference: clipped), "opened a", "a bridge"
+    assert scores["rouge2"] == pytest.approx(3 / 6)
+    assert scores["rougeL"] == pytest.approx(4 / 7)  # LCS "kelleth opened a bridge": 4 of 7 words each side
+    assert repetition_rate([output], n=2) == pytest.approx(1 / 6) and repetition_rate([output], n=3) == 0.0
+
+
 def test_oov_recall_counts_only_words_outside_the_vocabulary():
     refs = [["zorvan", "kelleth", "opened", "a", "bridge", "."], ["mira", "opened", "a", "bridge", "."]]
     outs = [["zorvan", "<unk>", "opened", "a", "bridge", "."], ["<unk>", "opened", "a", "bridge", "."]]
