@@ -99,6 +99,7 @@ def entailment_batch(examples: list, vocab: Vocab) -> tuple:
 
 def entailment_experiment(
     word_by_word: bool,
+    n_clauses: int = 2,
     n_train: int = 2000,
     n_test: int = 600,
     epochs: int = 8,
@@ -107,8 +108,10 @@ def entailment_experiment(
     device="cpu",
 ) -> dict:
     """Train an :class:`EntailmentClassifier` with or without word-by-word attention; ``accuracy`` on
-    held-out pairs, with the model, ``test`` pairs and ``vocab``."""
-    train, test = entailment_task(n_train, seed=seed), entailment_task(n_test, seed=seed + 10_000)
+    held-out pairs, with the model, ``test`` pairs and ``vocab``; ``n_clauses`` is the premise's
+    number of clauses (:func:`~seqlab.data.entailment_task`)."""
+    train = entailment_task(n_train, n_clauses=n_clauses, seed=seed)
+    test = entailment_task(n_test, n_clauses=n_clauses, seed=seed + 10_000)
     vocab = Vocab.build(sentence for p, h, _ in train + test for sentence in (p, h))
     torch.manual_seed(seed)
     model = EntailmentClassifier(len(vocab), len(ENTAILMENT_LABELS), word_by_word=word_by_word).to(device)
@@ -249,10 +252,12 @@ def clause_attention(model, test: list, vocab: Vocab) -> float:
     shares = []
     for i, (premise, hypothesis, _) in enumerate(test):
         group = noun_groups[next(w for w in reversed(hypothesis) if w in noun_groups)]
-        split = premise.index("while")
-        first = noun_groups[next(w for w in premise[:split] if w in noun_groups)] == group
-        clause = slice(0, split) if first else slice(split + 1, len(premise))
-        shares.append(weights[i, : len(hypothesis), clause].sum(dim=1).mean().item())
+        # the premise's clauses, as (start, stop) positions between the "while"s
+        bounds = [-1] + [j for j, w in enumerate(premise) if w == "while"] + [len(premise)]
+        for start, stop in zip(bounds[:-1], bounds[1:]):
+            if noun_groups[next(w for w in premise[start + 1 : stop] if w in noun_groups)] == group:
+                break
+        shares.append(weights[i, : len(hypothesis), start + 1 : stop].sum(dim=1).mean().item())
     return sum(shares) / len(shares)
 
 

@@ -280,6 +280,21 @@ def test_clause_attention_is_the_share_on_the_hypothesis_clause():
     assert clause_attention(_FixedWeights(weights), test, vocab) == pytest.approx((1.0 + 0.5) / 2)
 
 
+def test_clause_attention_counts_only_the_hypothesis_clause_of_three():
+    from seqlab.applications import clause_attention
+    from seqlab.data import Vocab
+
+    # clauses: positions 0-3 ("two red dogs run"), 5-7 ("three buses wait"), 9-11 ("four women sing")
+    premise = "two red dogs run while three buses wait while four women sing".split()
+    test = [(premise, "three vehicles wait".split(), "entailment"), (premise, "four people sing".split(), "entailment")]
+    vocab = Vocab.build([premise, *(h for _, h, _ in test)])
+    weights = torch.zeros(2, 3, 12)
+    weights[0, :, 5] = 0.25  # hypothesis 1 (second clause): a quarter on it, the rest on the third clause
+    weights[0, :, 9] = 0.75
+    weights[1, :, 10] = 1.0  # hypothesis 2 (third clause): all on it
+    assert clause_attention(_FixedWeights(weights), test, vocab) == pytest.approx((0.25 + 1.0) / 2)
+
+
 def test_caption_alignment_counts_words_looking_at_their_shape():
     from seqlab.applications import caption_alignment
     from seqlab.data import Vocab
