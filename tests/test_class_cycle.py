@@ -1,8 +1,13 @@
-"""The instructor's cycle for a class, with nbgrader's own commands and this repository's configuration,
-in a temporary copy of the course with a real sqlite gradebook: `make release`, students imported,
-submissions collected into submitted/<student>/<exercise>/, autograde, generate_feedback, export to CSV;
-then release and autograde run again, which must neither delete a submission nor change a grade. Every
-nbgrader command runs here once for the whole class (this file was merged with the former
+"""The instructor's cycle for a class, with nbgrader's own commands, `seqlab grade-class` and this
+repository's configuration, in a temporary copy of the course whose gradebook is on a PostgreSQL server
+started here (tests/postgres_server.py): `make release`, students imported, submissions collected into
+submitted/<student>/<exercise>/, the class graded by `seqlab grade-class --jobs 2` (each submission by
+nbgrader's autograde, two at a time), generate_feedback, export to CSV; then release, grade-class and
+autograde run again, which must neither delete a submission nor change a grade, and grade-class grades
+nothing. Then the class changes: a submission handed in again is graded again alone, an unreadable one is
+reported with nbgrader's reason, one student is regraded on their own, and a run interrupted by Ctrl-C
+leaves no kernel and nothing half graded. Without PostgreSQL, the gradebook is sqlite and grade-class
+has one worker. Every command runs here once for the whole class (this file was merged with the former
 test_grading_roundtrip.py, which graded the same kinds of submission in a course of its own).
 
 Each student's expected grades are derived from the solution notebook's points, never from an earlier
@@ -74,9 +79,13 @@ asserted. Nothing is written in the repository; the file's tests share one modul
 import ast
 import csv
 import hashlib
+import json
+import os
 import shutil
+import signal
 import subprocess
 import time
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -102,6 +111,8 @@ from grading_harness import (
     solved,
 )
 from nbgrader.api import Gradebook
+from postgres_server import postgres_server, query
+from postgres_server import unavailable as postgres_unavailable
 
 from seqlab.grading.review import findings
 
@@ -123,6 +134,7 @@ HANDS_IN |= {s: [EXERCISES[i % len(EXERCISES)]] for i, s in enumerate(ONE_EXERCI
 # notebook gets it, the setup cell's `import torch` too, which takes seconds on a busy machine: interrupted
 # there, the kernel may not settle within nbclient's 4 s, and nbgrader then drops the whole submission.
 LOOP_TIMEOUT = 20
+ENV = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")  # nbgrader runs `alembic`
 
 ALWAYS_EQUAL = '''
 class AlwaysEqual:
@@ -261,11 +273,96 @@ def exported_columns(course, name: str) -> dict:
         return {(row["assignment"], row["student_id"]): (row["review"], row["notes"]) for row in csv.DictReader(f)}
 
 
+def gradebook_digest(db_url: str) -> str:
+    """SHA-256 of every row of every table of the gradebook (a sqlite file or a PostgreSQL database)."""
+    from sqlalchemy import MetaData, create_engine, select
+
+    engine = create_engine(db_url)
+    try:
+        metadata = MetaData()
+        metadata.reflect(engine)
+        found = hashlib.sha256()
+        with engine.connect() as connection:
+            for name in sorted(metadata.tables):
+                rows = sorted(repr(tuple(row)) for row in connection.execute(select(metadata.tables[name])))
+                found.update(f"{name}\n{rows}\n".encode())
+        return found.hexdigest()
+    finally:
+        engine.dispose()
+
+
 @pytest.fixture(scope="module")
-def cycle(tmp_path_factory):
+def gradebook_server():
+    """A PostgreSQL server for the class's gradebook (tests/postgres_server.py), or ``None`` where none can
+    start: the class is then graded with a sqlite gradebook and one worker."""
+    if postgres_unavailable() is not None:
+        yield None
+        return
+    with postgres_server() as url:
+        query(url, "CREATE DATABASE class")
+        yield f"{url}/class"
+
+
+class GradeClass:
+    """``seqlab grade-class`` in the course, each run's --json report kept (outside the course)."""
+
+    def __init__(self, course, reports, jobs: int):
+        self.course, self.reports, self.jobs, self.runs = course, reports, jobs, 0
+
+    def command(self, *args, nbgrader_args=()) -> tuple:
+        """(command line, report path) of a run; where bubblewrap cannot run, the sandbox is switched off."""
+        self.runs += 1
+        report = self.reports / f"run-{self.runs}.json"
+        extra = [*nbgrader_args] + (["--Sandbox.enabled=False"] if SANDBOX_MISSING else [])
+        command = [str(BIN / "seqlab"), "grade-class", "--jobs", str(self.jobs), *args, "--json", str(report)]
+        return command + (["--", *extra] if extra else []), report
+
+    def __call__(self, *args, nbgrader_args=(), status: int = 0) -> dict:
+        """Run it; fail with its output unless it exits with ``status``. Its report, with its output and
+        wall time."""
+        command, report = self.command(*args, nbgrader_args=nbgrader_args)
+        start = time.perf_counter()
+        result = subprocess.run(command, cwd=self.course, env=ENV, capture_output=True, text=True, timeout=3600)
+        assert result.returncode == status, (
+            f"{' '.join(command)}: exit {result.returncode}\n{result.stdout}\n{result.stderr}"
+        )
+        return json.loads(report.read_text()) | {"output": result.stdout, "wall": time.perf_counter() - start}
+
+
+def by_status(report: dict) -> dict:
+    """``{status: {(exercise, student), ...}}`` of a grade-class report."""
+    found = {}
+    for s in report["submissions"]:
+        found.setdefault(s["status"], set()).add((s["exercise"], s["student"]))
+    return found
+
+
+def kernels_of(course, student: str) -> list:
+    """The processes (sandboxes, kernels) grading ``student``'s notebooks: their command line or working
+    folder is under autograded/<student>/."""
+    folder = str(course / "autograded" / student)
+    found = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            words = (proc / "cmdline").read_bytes().decode(errors="replace").split("\0")
+            cwd = os.readlink(proc / "cwd")
+        except OSError:
+            continue
+        if cwd.startswith(folder) or any(w.startswith(folder) for w in words):
+            found.append((int(proc.name), " ".join(words)[:200]))
+    return found
+
+
+@pytest.fixture(scope="module")
+def cycle(tmp_path_factory, gradebook_server):
     course = tmp_path_factory.mktemp("class")
     for name in ["nbgrader_config.py", "Makefile"]:
         shutil.copy2(ROOT / name, course / name)
+    if gradebook_server is not None:  # the gradebook on PostgreSQL, as a course that grades with workers
+        with open(course / "nbgrader_config.py", "a") as f:
+            f.write(f'\nc.CourseDirectory.db_url = "{gradebook_server}"\n')
+    db_url = gradebook_server or f"sqlite:///{course / 'gradebook.db'}"
+    grade_class = GradeClass(course, tmp_path_factory.mktemp("reports"), jobs=2 if gradebook_server else 1)
     shutil.copytree(ROOT / "solutions", course / "solutions", ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
     times = {"make release": make_release(course)}
     exercises = {name: Exercise(course, name) for name in EXERCISES}
@@ -288,23 +385,26 @@ def cycle(tmp_path_factory):
     # Without bubblewrap, autograde refuses to grade anyone (here: bubblewrap under a name that does not
     # exist), unless the instructor switches the sandbox off (here: the untouched release of one student).
     refused = run_nbgrader(course, "autograde", EXERCISES[0], "--Sandbox.bwrap=no-such-bwrap")
-    times["autograde unsandboxed"] = nbgrader(
-        course, "autograde", EXERCISES[0], "--student=untouched", "--Sandbox.enabled=False"
-    )
+    start = time.perf_counter()
+    runs = {
+        "unsandboxed": grade_class(
+            "--student=untouched", f"--exercise={EXERCISES[0]}", nbgrader_args=["--Sandbox.enabled=False"]
+        )
+    }
+    times["autograde unsandboxed"] = time.perf_counter() - start
     course_files = digest(course, "*", leave_out=GRADING_OUTPUT)
 
-    # One student's full set first (timed), then the infinite loops with a short cell timeout, then the
-    # rest of the class: autograde skips the submissions that are graded already.
-    times["autograde one student"] = sum(nbgrader(course, "autograde", ex, "--student=perfect") for ex in exercises)
-    times["autograde the loops"] = nbgrader(
-        course, "autograde", EXERCISES[0], "--student=loop*", f"--Execute.timeout={LOOP_TIMEOUT}"
+    # The class with seqlab grade-class: the infinite loops first, with a short cell timeout, then the rest
+    # of the class (what is graded already is skipped).
+    runs["loops"] = grade_class(
+        "--student=loop", "--student=loop_swallows", nbgrader_args=[f"--Execute.timeout={LOOP_TIMEOUT}"]
     )
-    times["autograde the rest"] = sum(nbgrader(course, "autograde", ex) for ex in exercises)
+    runs["class"] = grade_class()
+    times["autograde the loops"], times["autograde the rest"] = runs["loops"]["wall"], runs["class"]["wall"]
     left_behind = processes_with()  # what a submission started and grading did not stop
-    gradebook_after_grading = digest(course, "gradebook.db")
+    gradebook_after_grading = gradebook_digest(db_url)
     times["generate_feedback"] = sum(nbgrader(course, "generate_feedback", ex) for ex in exercises)
     grades = exported(course, "grades.csv")
-    db_url = f"sqlite:///{course / 'gradebook.db'}"
     first = {
         "submitted": digest(course / "submitted"),
         "scores": {ex: gradebook_scores(db_url, ex) for ex in exercises},
@@ -324,21 +424,35 @@ def cycle(tmp_path_factory):
         "refused": refused,
         "course files": (course_files, digest(course, "*", leave_out=GRADING_OUTPUT)),
         "left behind": left_behind + processes_with(),  # at the end of grading, and after feedback and export
-        "gradebook": (gradebook_after_grading, digest(course, "gradebook.db")),
+        "gradebook": (gradebook_after_grading, gradebook_digest(db_url)),
     }
 
-    # Again: release and autograde must keep every submission and every grade.
+    # Again: release, grade-class and nbgrader's own autograde must keep every submission and every grade.
     make_release(course)
-    for ex in exercises:
-        nbgrader(course, "autograde", ex)
+    runs["again"] = grade_class()
+    nbgrader(course, "autograde", EXERCISES[0])
     again = {
         "submitted": digest(course / "submitted"),
         "scores": {ex: gradebook_scores(db_url, ex) for ex in exercises},
         "autograded": digest(course / "autograded"),
         "csv": exported(course, "grades-again.csv"),
     }
+
+    # Then the class changes: one submission is handed in again (the syntax error fixed), one cannot be
+    # read; then one student is regraded alone; then a run is interrupted.
+    fixed = HANDS_IN["syntax"][0]
+    nbformat.write(exercises[fixed].solved(), course / "submitted" / "syntax" / fixed / f"{fixed}.ipynb")
+    (course / "submitted" / "corrupt" / EXERCISES[0]).mkdir(parents=True)
+    (course / "submitted" / "corrupt" / EXERCISES[0] / f"{EXERCISES[0]}.ipynb").write_text('{"cells": [')
+    runs["changed"] = grade_class(status=1)
+    runs["one student"] = grade_class("--student=stderr", "--force")
+    runs["one student, unchanged"] = grade_class("--student=stderr")
+    shutil.rmtree(course / "submitted" / "corrupt")
+    runs["interrupted"] = interrupted_run(course, grade_class, exercises[EXERCISES[1]])
+    runs["interrupted"]["record"] = {key for key in graded_records(db_url) if key[1] == "sleeper"}
     print(
-        f"\nclass cycle ({len(STUDENTS)} students, {len(expected)} submissions, {len(exercises)} exercises), seconds:"
+        f"\nclass cycle ({len(STUDENTS)} students, {len(expected)} submissions, {len(exercises)} exercises, "
+        f"grade-class --jobs {grade_class.jobs}, gradebook {db_url.split(':')[0]}), seconds:"
     )
     for step, seconds in times.items():
         print(f"  {step:<24} {seconds:6.1f}")
@@ -350,7 +464,70 @@ def cycle(tmp_path_factory):
         "first": first,
         "again": again,
         "sandbox": sandbox,
+        "runs": runs,
+        "jobs": grade_class.jobs,
+        "db_url": db_url,
+        "fixed": (fixed, exercises[fixed].total),
     }
+
+
+SLEEPER = "import time\n\ntime.sleep(600)  # a long experiment: grading is interrupted while it runs\n\n"
+
+
+def interrupted_run(course, grade_class, ex) -> dict:
+    """grade-class interrupted (SIGINT, as Ctrl-C sends) while it grades a notebook whose first answer
+    sleeps: its report and output, its exit status, how long it took to stop, and the processes grading
+    that notebook afterwards."""
+    nb = ex.solved()
+    cell(nb, ex.answers[0]).source = SLEEPER + cell(nb, ex.answers[0]).source
+    (course / "submitted" / "sleeper" / ex.name).mkdir(parents=True)
+    nbformat.write(nb, course / "submitted" / "sleeper" / ex.name / f"{ex.name}.ipynb")
+    command, report = grade_class.command("--student=sleeper")
+    default_sigint = lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)  # noqa: E731 (a background job ignores it)
+    child = subprocess.Popen(
+        command,
+        cwd=course,
+        env=ENV,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        preexec_fn=default_sigint,
+    )
+    try:
+        deadline = time.monotonic() + 240
+        while not kernels_of(course, "sleeper") and time.monotonic() < deadline and child.poll() is None:
+            time.sleep(0.5)
+        grading = bool(kernels_of(course, "sleeper"))
+        time.sleep(2)  # the kernels run the notebook
+        sent = time.monotonic()
+        child.send_signal(signal.SIGINT)
+        output, _ = child.communicate(timeout=120)
+        stopped_after = time.monotonic() - sent
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    time.sleep(1)
+    return json.loads(report.read_text()) | {
+        "output": output,
+        "status": child.returncode,
+        "grading when interrupted": grading,
+        "stopped after": stopped_after,
+        "left": kernels_of(course, "sleeper"),
+        "autograded": (course / "autograded" / "sleeper" / ex.name).exists(),
+    }
+
+
+def graded_records(db_url: str) -> set:
+    """``{(exercise, student)}`` that grade-class recorded as graded (its table in the gradebook)."""
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(db_url)
+    try:
+        with engine.connect() as connection:
+            return {tuple(row) for row in connection.execute(text("SELECT exercise, student FROM seqlab_graded"))}
+    finally:
+        engine.dispose()
 
 
 def test_the_class_has_exercises():
@@ -605,3 +782,79 @@ def test_no_answer_of_the_course_is_listed_for_review(folder):
             meta = nbgrader_meta(c)
             if c.cell_type == "code" and not (meta.get("locked") or meta.get("grade")):
                 assert findings(c.source) == [], (path.name, meta.get("grade_id"), findings(c.source))
+
+
+# ---------------------------------------------------------------------------------------------------
+# seqlab grade-class: workers, resuming, one student, Ctrl-C
+
+
+def rows(report: dict) -> dict:
+    return {(s["exercise"], s["student"]): s for s in report["submissions"]}
+
+
+def test_the_class_was_graded_by_two_workers_against_postgresql(cycle):
+    if cycle["jobs"] == 1:
+        pytest.skip(f"graded with one worker and a sqlite gradebook: {postgres_unavailable()}")
+    assert cycle["db_url"].startswith("postgresql://")
+    assert not list(cycle["course"].glob("*.db")), "the gradebook must be on the server, not in a sqlite file"
+    assert cycle["runs"]["class"]["jobs"] == 2
+    assert "with 2 workers, gradebook postgresql://" in cycle["runs"]["class"]["output"]
+
+
+def test_grade_class_grades_every_submission_once(cycle):
+    runs = cycle["runs"]
+    first = [runs[name] for name in ("unsandboxed", "loops", "class")]
+    graded = [key for run in first for key in by_status(run).get("graded", ())]
+    assert sorted(graded) == sorted(cycle["expected"])
+    assert by_status(runs["class"])["unchanged"] == set(graded) - by_status(runs["class"])["graded"]
+    assert all(set(by_status(run)) <= {"graded", "unchanged"} for run in first)
+    for key, row in rows(runs["class"]).items():
+        if row["status"] == "graded":
+            assert row["why"] == "new" and row["score"] == sum(cycle["expected"][key].values()), row
+    assert "skipped as unchanged, 0 failed" in runs["class"]["output"]
+
+
+def test_a_second_run_grades_nothing(cycle):
+    again = cycle["runs"]["again"]
+    assert by_status(again) == {"unchanged": set(cycle["expected"])}
+    assert "Nothing to grade" in again["output"]
+
+
+def test_a_changed_submission_is_regraded_alone_and_an_unreadable_one_is_reported(cycle):
+    """The syntax error fixed: graded again (full marks), nothing else; a notebook that is not JSON fails with
+    nbgrader's reason, in the table and its log, and does not stop the other (exit status 1)."""
+    run = cycle["runs"]["changed"]
+    fixed, total = cycle["fixed"]
+    assert by_status(run) == {
+        "graded": {(fixed, "syntax")},
+        "failed": {(EXERCISES[0], "corrupt")},
+        "unchanged": set(cycle["expected"]) - {(fixed, "syntax")},
+    }
+    row = rows(run)[fixed, "syntax"]
+    assert (row["why"], row["score"], row["max_score"]) == ("changed", total, total)
+    reason = rows(run)[EXERCISES[0], "corrupt"]["reason"]
+    assert "NotJSONError" in reason, reason
+    assert reason in run["output"] and "corrupt" in run["output"]
+    assert "1 graded" in run["output"] and "1 failed" in run["output"]
+
+
+def test_one_student_is_regraded_alone(cycle):
+    (name,) = HANDS_IN["stderr"]
+    forced, unchanged = cycle["runs"]["one student"], cycle["runs"]["one student, unchanged"]
+    assert by_status(forced) == {"graded": {(name, "stderr")}}
+    row = rows(forced)[name, "stderr"]
+    score, max_score, _ = cycle["first"]["scores"][name]["stderr"]
+    assert (row["why"], row["score"], row["max_score"]) == ("forced", score, max_score)
+    assert by_status(unchanged) == {"unchanged": {(name, "stderr")}}
+
+
+def test_ctrl_c_stops_the_workers_and_leaves_nothing_half_graded(cycle):
+    run = cycle["runs"]["interrupted"]
+    assert run["grading when interrupted"], "the sleeper's kernels never started"
+    assert run["status"] == 130, run["output"]
+    assert run["stopped after"] < 60, run["stopped after"]
+    assert by_status(run) == {"interrupted": {(EXERCISES[1], "sleeper")}}
+    assert "interrupted: stopping the workers" in run["output"]
+    assert run["left"] == [], "a kernel of the interrupted notebook is still running"
+    assert not run["autograded"], "the half-graded notebook was left in autograded/"
+    assert run["record"] == set(), "an interrupted submission was recorded as graded"

@@ -2,25 +2,21 @@
 nbgrader_config.py's ``c.CourseDirectory.db_url`` points at the server, and nbgrader's own commands run
 unchanged (generate_assignment, db student import, autograde, export).
 
-The server is started here, in a temporary folder on a free port (initdb + pg_ctl), as an unprivileged
-user when the tests run as root (PostgreSQL refuses to run as root), and stopped afterwards. Without
-PostgreSQL's programs (``initdb``/``pg_ctl`` on PATH or in /usr/lib/postgresql/*/bin) the tests are
-skipped; .ci/run installs them in CI. (That `seqlab grade` never opens the class gradebook that db_url
-names is checked in test_grade_command.py, with a server that does not exist.)
+The server is started here (tests/postgres_server.py), in a temporary folder on a free port (initdb +
+pg_ctl), as an unprivileged user when the tests run as root (PostgreSQL refuses to run as root), and
+stopped afterwards. Without PostgreSQL's programs (``initdb``/``pg_ctl`` on PATH or in
+/usr/lib/postgresql/*/bin) the tests are skipped; .ci/run installs them in CI. (That `seqlab grade`
+never opens the class gradebook that db_url names is checked in test_grade_command.py, with a server
+that does not exist.)
 """
 
 import csv
-import os
-import pwd
 import shutil
-import socket
-import subprocess
-import tempfile
-from pathlib import Path
 
 import nbformat
 import pytest
 from grading_harness import ROOT, exercise_names, graded_points, nbgrader, solved
+from postgres_server import postgres_server, query, unavailable
 
 pytestmark = pytest.mark.xdist_group("postgres")
 
@@ -28,70 +24,15 @@ FIRST = exercise_names(ROOT / "solutions")[0]
 STUDENTS = ["perfect", "untouched"]
 
 
-def postgres_programs() -> Path | None:
-    """The folder that holds initdb and pg_ctl: on PATH, else the newest /usr/lib/postgresql/<version>/bin."""
-    found = shutil.which("initdb")
-    candidates = [Path(found).resolve().parent] if found else []
-    versions = sorted(Path("/usr/lib/postgresql").glob("*/bin"), key=lambda p: int("0" + p.parent.name.split(".")[0]))
-    for folder in candidates + versions[::-1]:
-        if (folder / "initdb").is_file() and (folder / "pg_ctl").is_file():
-            return folder
-    return None
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server():
-    """``postgresql://postgres@127.0.0.1:<port>``: a PostgreSQL server that trusts local connections."""
-    programs = postgres_programs()
-    if programs is None:
-        pytest.skip("PostgreSQL is not installed: no initdb/pg_ctl on PATH or in /usr/lib/postgresql/*/bin")
-    as_user, owner = [], None
-    if os.geteuid() == 0:  # initdb and postgres refuse root: run them as the postgres user, or nobody
-        name = next((n for n in ("postgres", "nobody") if _user_exists(n)), None)
-        if name is None or shutil.which("runuser") is None:
-            pytest.skip("running as root, and no postgres/nobody user or no runuser to start PostgreSQL as")
-        as_user, owner = ["runuser", "-u", name, "--"], pwd.getpwnam(name)
-    base = Path(tempfile.mkdtemp(prefix="seqlab-pg-"))  # not under pytest's tmp: that is private to root
-    if owner is not None:
-        os.chown(base, owner.pw_uid, owner.pw_gid)
-    data, port = base / "data", free_port()
-
-    def run(*command):
-        result = subprocess.run(as_user + list(command), capture_output=True, text=True, timeout=120)
-        assert result.returncode == 0, f"{command[0]} failed:\n{result.stdout}\n{result.stderr}"
-
-    try:
-        run(str(programs / "initdb"), "-D", str(data), "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync")
-        options = f"-p {port} -k {base} -c listen_addresses=127.0.0.1 -c fsync=off"
-        run(str(programs / "pg_ctl"), "-D", str(data), "-l", str(base / "log"), "-o", options, "-w", "start")
-        yield f"postgresql://postgres@127.0.0.1:{port}"
-    finally:
-        if (data / "postmaster.pid").exists():
-            subprocess.run(as_user + [str(programs / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop"])
-        shutil.rmtree(base, ignore_errors=True)
-
-
-def _user_exists(name: str) -> bool:
-    try:
-        pwd.getpwnam(name)
-        return True
-    except KeyError:
-        return False
-
-
-def query(url: str, sql: str, database: str = "postgres") -> list:
-    import psycopg  # the driver SQLAlchemy uses for a postgresql:// db_url
-
-    # autocommit: CREATE DATABASE cannot run in a transaction
-    with psycopg.connect(f"{url}/{database}", autocommit=True) as connection:
-        cursor = connection.execute(sql)
-        return cursor.fetchall() if cursor.description else []
+    """``postgresql://postgres@127.0.0.1:<port>``: a PostgreSQL server that trusts local connections
+    (tests/postgres_server.py)."""
+    reason = unavailable()
+    if reason is not None:
+        pytest.skip(reason)
+    with postgres_server() as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

@@ -1,13 +1,16 @@
 """The ``seqlab`` command (``[project.scripts]`` in pyproject.toml).
 
     seqlab grade PATH      grade an exercise notebook where it is (see seqlab.grading.autograde)
+    seqlab grade-class     grade every submission of the class, N at a time (seqlab.grading.class_grading)
 
 Exit statuses of ``seqlab grade``: 0 full marks; 1 points missing; 2 refused (not a notebook of this
 course, corrupt, another exercise's notebook, no course found); 3 nbgrader failed or ran out of time;
-130 interrupted (Ctrl-C); 143 stopped (SIGTERM).
+130 interrupted (Ctrl-C); 143 stopped (SIGTERM). Of ``seqlab grade-class``: 0 every submission graded
+or unchanged; 1 a submission failed; 2 refused (nothing graded); 130 interrupted; 143 stopped.
 """
 
 import argparse
+import json
 import signal
 import sys
 import threading
@@ -17,6 +20,10 @@ try:
     from seqlab.grading import autograde
 except ModuleNotFoundError as missing:  # nbgrader and nbformat come with the optional "grading" extra
     autograde, GRADING_MISSING = None, missing.name
+try:
+    from seqlab.grading import class_grading
+except ModuleNotFoundError:  # the instructor's: a copy of the course without it still has seqlab grade
+    class_grading = None
 
 GRADE_HELP = """\
 Grade an exercise notebook where it is, as the instructor's autograder would: nbgrader runs the
@@ -32,8 +39,30 @@ notebook, another exercise's notebook, no course found); 3 nbgrader failed or ra
 130 interrupted (Ctrl-C); 143 stopped (SIGTERM)"""
 
 
+GRADE_CLASS_HELP = """\
+Grade the class: every submission in nbgrader's submitted/<student>/<exercise>/, each by nbgrader's own
+autograde for that student and exercise (its kernels in their own sandbox, its grades in the gradebook
+that nbgrader_config.py's c.CourseDirectory.db_url names, its notebook in autograded/), with N workers
+at a time. Run it in the course folder (or give --course). Several workers need a database server for
+the gradebook (PostgreSQL): with sqlite, --jobs must be 1, and the command says why.
+
+A second run grades only what is new or changed since it was graded here (the submission's files, or
+the exercise in the gradebook after `make release`), or whose autograded notebook or grade is gone; a
+submission that failed is tried again. It prints a line as each submission is done, then a table: what
+was graded, what failed and why (with the end of nbgrader's log), and how many were unchanged. A
+failure never stops the others. Ctrl-C stops the workers and cancels what they were grading (the next
+run grades it). Options after -- go to nbgrader, as on its command line (e.g. -- --Execute.timeout=20)."""
+
+GRADE_CLASS_STATUSES = """\
+exit status: 0 every submission graded or unchanged; 1 a submission failed to grade; 2 refused (nothing
+was graded: sqlite with more than one worker, no such student or exercise); 130 interrupted (Ctrl-C);
+143 stopped (SIGTERM)"""
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="seqlab", description="The course's command line: seqlab grade PATH.")
+    parser = argparse.ArgumentParser(
+        prog="seqlab", description="The course's command line: seqlab grade PATH, seqlab grade-class."
+    )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     grade = commands.add_parser(
         "grade",
@@ -54,7 +83,49 @@ def _parser() -> argparse.ArgumentParser:
         "long for each of its code cells in all",
     )
     grade.add_argument("-v", "--verbose", action="store_true", help="show nbgrader's log")
+
+    grade_class = commands.add_parser(
+        "grade-class",
+        help="grade every submission of the class, N at a time",
+        description=GRADE_CLASS_HELP,
+        epilog=GRADE_CLASS_STATUSES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    grade_class.add_argument("-j", "--jobs", type=workers, default=1, metavar="N", help="workers (default 1)")
+    grade_class.add_argument(
+        "--student", action="append", default=[], metavar="ID", help="only this student (may be repeated)"
+    )
+    grade_class.add_argument(
+        "--exercise",
+        "--assignment",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="only this exercise (nbgrader's assignment; may be repeated)",
+    )
+    grade_class.add_argument("--force", action="store_true", help="grade what is selected, changed or not")
+    grade_class.add_argument("--course", type=Path, default=Path("."), help="the course folder (default: here)")
+    grade_class.add_argument(
+        "--timeout",
+        type=seconds,
+        metavar="SECONDS",
+        help="stop a submission that grades longer than this (default: no limit but nbgrader's per cell)",
+    )
+    grade_class.add_argument("--json", type=Path, metavar="PATH", help="also write the outcome of each submission")
+    grade_class.add_argument("-v", "--verbose", action="store_true", help="list the unchanged submissions too")
+    grade_class.add_argument("nbgrader_args", nargs="*", metavar="-- NBGRADER OPTIONS", help=argparse.SUPPRESS)
     return parser
+
+
+def workers(text: str) -> int:
+    """``--jobs``'s type: a whole number, at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} workers: at least 1") from None
+    return value
 
 
 def seconds(text: str) -> int:
@@ -147,8 +218,64 @@ def grade_one(notebook: Path, args) -> int:
     return report.exit_status
 
 
+def grade_class_command(args) -> int:
+    if class_grading is None:
+        print("seqlab grade-class: this copy of the course has no class grading (the instructor's)", file=sys.stderr)
+        return 2
+    if autograde is None:
+        print(
+            f"seqlab grade-class needs nbgrader, which this environment lacks (no module {GRADING_MISSING!r})",
+            file=sys.stderr,
+        )
+        return 2
+    # SIGTERM is handled as Ctrl-C: the workers are stopped, the table printed.
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _stop_class_on_sigterm) if main_thread else None
+    try:
+        try:
+            course = class_grading.open_course(args.course, args.nbgrader_args)
+            run = class_grading.ClassGrading(
+                course,
+                args.jobs,
+                args.student,
+                args.exercise,
+                force=args.force,
+                timeout=args.timeout,
+                progress=lambda line: print(line, flush=True),
+            )
+            run.plan()
+        except class_grading.Refused as refusal:
+            print(f"seqlab grade-class: refused: {refusal}", file=sys.stderr)
+            return 2
+        except KeyboardInterrupt as stop:
+            how = "stopped (SIGTERM)" if isinstance(stop, class_grading.Stopped) else "interrupted"
+            print(f"\nseqlab grade-class: {how} before grading began: nothing was graded", file=sys.stderr)
+            return 143 if isinstance(stop, class_grading.Stopped) else 130
+        try:
+            run.run()
+        except KeyboardInterrupt:
+            pass  # the workers are stopped; run.stopped says how
+        finally:
+            print("\n" + class_grading.format_summary(run, verbose=args.verbose), flush=True)
+            if args.json is not None:
+                args.json.write_text(json.dumps(run.report(), indent=1) + "\n")
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, previous)
+    if run.stopped:
+        print(f"seqlab grade-class: {run.stopped}", file=sys.stderr)
+        return 143 if run.stopped.startswith("stopped") else 130
+    return 1 if run.counts().get("failed") else 0
+
+
+def _stop_class_on_sigterm(signum, frame):  # noqa: ARG001 (a signal handler's signature)
+    raise class_grading.Stopped
+
+
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "grade-class":
+        return grade_class_command(args)
     if args.command != "grade":
         raise AssertionError(f"unknown command {args.command}")  # argparse refuses unknown commands first
     # Ctrl-C or SIGTERM: the grading process is stopped and the temporary course removed on the way out.

@@ -1,0 +1,253 @@
+"""`seqlab grade-class` on a generated class: submissions a minute with 1 and 2 workers, and whether every
+score is the one expected.
+
+The class (48 submissions by default) is made of the course's own solutions and of the wrong, damaged and
+hostile answers that the tests already generate, each with its expected score:
+
+* from tests/test_class_cycle.py (``Exercise.submission``, whose grades per test cell follow from the
+  solution's points): every exercise solved; solved but printing to stderr; the release untouched;
+  answers returning an object equal to anything; a syntax error, a crash (``os._exit``), deleted or
+  edited test cells in the last answer; and every kind of tests/grading_harness.py (``KINDS``: reading
+  the solutions, vandalising the course, a 50 MB line, damaged metadata, a function that ends the
+  kernel, an input transformer, no-op checks, the references' guard replaced); the infinite loop and the
+  loop that swallows its interrupt are left out (they measure ``c.Execute.timeout``, not grading);
+* from tests/test_buggy_answers.py (``BUGS``): realistic bugs in exercises 7 and 8, which must score
+  below full marks with the tests named there failing (other tests may fail too: no exact score).
+
+Each run grades a fresh copy of the class (its own folder and PostgreSQL database, the release made by
+``nbgrader generate_assignment``, not timed) with ``seqlab grade-class --jobs N``; its wall time is from
+the command's start to its end (workers' start-up included). The worker counts take turns, round after
+round (1, 2, 1, 2 by default), so that a change in the machine's load hits both alike; the table has the
+medians. Needs PostgreSQL's initdb/pg_ctl (as
+tests/test_postgres_gradebook.py does) and bubblewrap (without it, grading runs unsandboxed and the two
+attacks on the course are left out). Writes benchmarks/results/class_grading.md and prints it.
+
+    .venv/bin/python benchmarks/class_grading.py [--jobs 1 2] [--rounds 2] [--quick]
+"""
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT / "tests"))  # the tests' generators of answers, and their PostgreSQL server
+
+import nbformat  # noqa: E402
+from grading_harness import BIN, KINDS, ON_THE_COURSE, SANDBOX_MISSING, gradebook_scores, nbgrader  # noqa: E402
+from postgres_server import postgres_server, query  # noqa: E402
+from postgres_server import unavailable as postgres_unavailable  # noqa: E402
+from test_buggy_answers import BUGS, with_bug  # noqa: E402
+from test_class_cycle import EXERCISES, Exercise  # noqa: E402
+
+ENV = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+# (what, kind): correct, partly wrong, hostile; "the late tests" are those below the last answer cell
+CORRECT, PARTLY, HOSTILE = "correct", "wrong or partly wrong", "hostile or damaged"
+EXPECTED = {
+    "everything": "full marks",
+    "nothing": "0",
+    "early": "all but the late tests",
+    "bug": "below full marks, the bug's tests failing",
+}
+
+
+def the_class(quick: bool = False) -> list:
+    """``[(student, exercise, kind, category)]``: who hands in what (kind: a student of
+    test_class_cycle's table, a kind of grading_harness.KINDS, or a bug of test_buggy_answers)."""
+    if quick:
+        return [
+            ("perfect", EXERCISES[0], "perfect", CORRECT),
+            ("untouched", EXERCISES[0], "untouched", PARTLY),
+            ("transformer", EXERCISES[0], "transformer", HOSTILE),
+        ]
+    hands_in = [("perfect", ex, "perfect", CORRECT) for ex in EXERCISES]
+    hands_in += [("stderr", ex, "stderr", CORRECT) for ex in EXERCISES[:4]]
+    hands_in += [("untouched", ex, "untouched", PARTLY) for ex in EXERCISES[4:]]
+    for i, kind in enumerate(["syntax", "crash", "deleted", "edited"]):
+        hands_in += [(kind, EXERCISES[(2 * i + j) % len(EXERCISES)], kind, PARTLY) for j in (0, 1)]
+    hands_in += [(f"bug_{name}", bug.exercise, name, PARTLY) for name, bug in BUGS.items()]
+    hands_in += [("always_eq", ex, "always_eq", HOSTILE) for ex in EXERCISES[::2]]
+    # the loop that swallows its interrupt is left out, as the infinite loop is: it runs c.Execute.timeout
+    kinds = [k for k in KINDS if k != "swallows" and not (SANDBOX_MISSING and k in ON_THE_COURSE)]
+    for i, kind in enumerate(kinds):
+        exercise = EXERCISES[0] if kind in ("no_checks", "guard_replaced") else EXERCISES[1 + i % (len(EXERCISES) - 1)]
+        hands_in.append((kind, exercise, kind, HOSTILE))
+    return hands_in
+
+
+def expectation(ex: Exercise, kind: str):
+    """(notebook, expected): ``{grade_id: auto score}`` for an exact score, or a bug's set of test cells
+    that must fail."""
+    if kind in BUGS:
+        return with_bug(ex.release, ex.solution, BUGS[kind]), BUGS[kind].must_fail
+    return ex.submission(kind)
+
+
+def outcome_of(kind: str) -> str:
+    if kind in BUGS:
+        return "bug"
+    if kind in KINDS:
+        return KINDS[kind][1]
+    return {"perfect": "everything", "stderr": "everything", "untouched": "nothing", "always_eq": "nothing"}.get(
+        kind, "early"
+    )
+
+
+def agrees(expected, graded) -> bool:
+    """Whether the gradebook's ``(score, max_score, {grade_id: (auto, max)})`` is the expected one."""
+    if graded is None:
+        return False
+    score, max_score, grades = graded
+    if isinstance(expected, set):  # a bug: below full marks, its tests failing
+        failing = {gid for gid, (auto, _) in grades.items() if auto == 0}
+        return score < max_score and expected <= failing
+    return {gid: auto for gid, (auto, _) in grades.items()} == expected and score == sum(expected.values())
+
+
+def make_course(folder: Path, db_url: str, submissions: list, exercises: dict) -> dict:
+    """The class in ``folder``, its gradebook at ``db_url``; ``{(exercise, student): expected}``."""
+    shutil.copy2(ROOT / "nbgrader_config.py", folder / "nbgrader_config.py")
+    with open(folder / "nbgrader_config.py", "a") as f:
+        f.write(f'\nc.CourseDirectory.db_url = "{db_url}"\n')
+    needed = sorted({exercise for _, exercise, _, _ in submissions})
+    for name in needed:
+        shutil.copytree(ROOT / "solutions" / name, folder / "solutions" / name)
+        nbgrader(folder, "generate_assignment", name, "--force")
+    expected = {}
+    for student, exercise, kind, _ in submissions:
+        nb, expected[exercise, student] = expectation(exercises[exercise], kind)
+        (folder / "submitted" / student / exercise).mkdir(parents=True)
+        nbformat.write(nb, folder / "submitted" / student / exercise / f"{exercise}.ipynb")
+    return expected
+
+
+def grade(folder: Path, jobs: int) -> dict:
+    report = folder.parent / f"report-{jobs}.json"
+    command = [str(BIN / "seqlab"), "grade-class", "--jobs", str(jobs), "--json", str(report)]
+    command += ["--", "--Sandbox.enabled=False"] if SANDBOX_MISSING else []
+    load = os.getloadavg()[0]
+    start = time.perf_counter()
+    done = subprocess.run(command, cwd=folder, env=ENV, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    print(done.stdout[-4000:], done.stderr[-2000:], flush=True)
+    if done.returncode not in (0, 1):
+        raise SystemExit(f"seqlab grade-class --jobs {jobs} failed with exit status {done.returncode}")
+    return json.loads(report.read_text()) | {"wall": wall, "load": load}
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--jobs", type=int, nargs="+", default=[1, 2], help="worker counts to compare")
+    parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds (1 worker, 2 workers, 1, 2...)")
+    parser.add_argument("--quick", action="store_true", help="a class of three submissions: checks the script runs")
+    parser.add_argument("--out", type=Path, default=HERE / "results", help="where class_grading.md goes")
+    args = parser.parse_args(argv)
+    reason = postgres_unavailable()
+    if reason is not None:
+        raise SystemExit(f"the benchmark grades against PostgreSQL: {reason}")
+    submissions = the_class(args.quick)
+    load = os.getloadavg()[0]
+    runs = {jobs: [] for jobs in args.jobs}
+    with tempfile.TemporaryDirectory(prefix="seqlab-bench-class-") as tmp, postgres_server() as server:
+        template = Path(tmp) / "template"
+        (template / "solutions").mkdir(parents=True)
+        for name in EXERCISES:
+            shutil.copytree(ROOT / "solutions" / name, template / "solutions" / name)
+        shutil.copy2(ROOT / "nbgrader_config.py", template)
+        for name in EXERCISES:  # the releases (in a sqlite gradebook of the template's own)
+            nbgrader(template, "generate_assignment", name, "--force")
+        exercises = {name: Exercise(template, name) for name in EXERCISES}
+        for round_ in range(args.rounds):
+            for jobs in args.jobs:
+                database = f"class_{round_}_{jobs}"
+                query(server, f"CREATE DATABASE {database}")
+                folder = Path(tmp) / database / "course"
+                folder.mkdir(parents=True)
+                expected = make_course(folder, f"{server}/{database}", submissions, exercises)
+                print(
+                    f"\n--- round {round_ + 1}: {len(submissions)} submissions, grade-class --jobs {jobs}", flush=True
+                )
+                report = grade(folder, jobs)
+                scores = {}
+                for name in sorted({exercise for _, exercise, _, _ in submissions}):
+                    for student, graded in gradebook_scores(f"{server}/{database}", name).items():
+                        scores[name, student] = graded
+                runs[jobs].append({"report": report, "expected": expected, "scores": scores})
+    text = markdown(submissions, runs, load, args.quick)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / f"class_grading{'_quick' if args.quick else ''}.md").write_text(text)
+    print("\n" + text)
+
+
+def markdown(submissions: list, runs: dict, load: float, quick: bool) -> str:
+    """``runs``: ``{workers: [run of each round]}``."""
+    sandbox = "unsandboxed (no bubblewrap here)" if SANDBOX_MISSING else "every kernel in bubblewrap"
+    threads = os.environ.get("OMP_NUM_THREADS") or "unset (grade-class gives each worker cores / workers)"
+    rounds = len(next(iter(runs.values())))
+    lines = [
+        "## seqlab grade-class on a generated class" + (" (--quick)" if quick else ""),
+        "",
+        f"{platform.node()}, {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+        f"OMP_NUM_THREADS {threads}, {sandbox}, gradebook on PostgreSQL; load average at the start {load:.2f}. "
+        f"{len(submissions)} submissions of {len({s for s, *_ in submissions})} students over "
+        f"{len({e for _, e, _, _ in submissions})} exercises, graded in {rounds} interleaved round(s) per worker "
+        "count, each on a fresh course and database; wall time from the command's start to its end (workers' "
+        "start included), the median of the rounds.",
+        "",
+        "| workers | graded per run | failed | wall seconds (each round) | submissions a minute | speed-up "
+        "| load average at each start | scores as expected |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    first = None
+    for jobs, each in runs.items():
+        walls, loads = [run["report"]["wall"] for run in each], [run["report"]["load"] for run in each]
+        graded = [run["report"]["counts"].get("graded", 0) for run in each]
+        failed = sum(run["report"]["counts"].get("failed", 0) for run in each)
+        rate = statistics.median(g / w * 60 for g, w in zip(graded, walls))
+        first = first or rate
+        agreed = sum(agrees(run["expected"][k], run["scores"].get(k)) for run in each for k in run["expected"])
+        lines.append(
+            f"| {jobs} | {'; '.join(map(str, sorted(set(graded))))} | {failed} | {statistics.median(walls):.0f} "
+            f"({', '.join(f'{w:.0f}' for w in walls)}) | {rate:.2f} | {rate / first:.2f} | "
+            f"{', '.join(f'{load:.2f}' for load in loads)} | "
+            f"{agreed} of {sum(len(run['expected']) for run in each)} |"
+        )
+    lines += ["", "By kind of submission: scores as expected (all rounds):", ""]
+    header = "| kind | category | submissions | expected | " + " | ".join(f"{j} worker(s)" for j in runs) + " |"
+    lines += [header, "|---|---|---|---|" + "---|" * len(runs)]
+    kinds = {}
+    for student, exercise, kind, category in submissions:
+        kinds.setdefault((category, kind), []).append((exercise, student))
+    for (category, kind), keys in sorted(kinds.items()):
+        cells = []
+        for each in runs.values():
+            agreed = sum(agrees(run["expected"][k], run["scores"].get(k)) for run in each for k in keys)
+            cells.append(f"{agreed} of {len(keys) * len(each)}")
+        lines.append(
+            f"| {kind} | {category} | {len(keys)} | {EXPECTED[outcome_of(kind)]} | " + " | ".join(cells) + " |"
+        )
+    every = [run for each in runs.values() for run in each]
+    same = all(every[0]["scores"].get(k) == run["scores"].get(k) for run in every[1:] for k in every[0]["expected"])
+    lines += ["", f"Every grade cell the same in every run: {'yes' if same else 'no'}."]
+    failed = [
+        f"- {s['student']} {s['exercise']} ({jobs} worker(s)): {s['reason']}"
+        for jobs, each in runs.items()
+        for run in each
+        for s in run["report"]["submissions"]
+        if s["status"] == "failed"
+    ]
+    if failed:
+        lines += ["", "Failed to grade:", "", *failed]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    main()
