@@ -153,6 +153,7 @@ def test_the_edition_holds_what_students_get(edition):
     modules = {p.relative_to(ROOT) for p in (ROOT / "seqlab").rglob("*.py") if "grading" not in p.parts}
     assert all((edition / m).is_file() for m in modules), "the edition lacks some of seqlab's models or data"
     assert sorted(p.name for p in (edition / "seqlab" / "grading").glob("*.py")) == sorted(tool.grading_modules(ROOT))
+    assert not any((edition / "seqlab" / "grading" / name).exists() for name in tool.INSTRUCTOR_GRADING)
     assert sorted(p.name for p in (edition / "tests").glob("*.py")) == sorted(tool.STUDENT_TESTS)
 
 

@@ -77,6 +77,10 @@ STUDENT_GRADING = {
     "review.py": "the cells listed for the instructor's review under the score table",
     "nbgrader_plugins.py": "the sanitizing and autograding steps that nbgrader_config.py names",
 }
+# Modules of seqlab/grading/ that serve the instructor only; the seqlab command runs without them (and says so).
+INSTRUCTOR_GRADING = {
+    "class_grading.py": "seqlab grade-class: a whole class against the gradebook",
+}
 
 # tests/: the unit tests of seqlab that read nothing but the package and share no line with a solution or
 # a hidden test (tests/test_student_edition.py looks for such lines in every file of the edition).
@@ -195,9 +199,10 @@ def grading_modules(course: Path) -> dict:
     while readers:
         reader = readers.pop()
         for name in sorted(_grading_imports(reader.read_text(encoding="utf-8"))):
-            if f"{name}.py" not in shipped and (grading / f"{name}.py").is_file():
-                shipped[f"{name}.py"] = f"{reader.relative_to(course)} imports it"
-                readers.append(grading / f"{name}.py")
+            module = f"{name}.py"
+            if module not in shipped and module not in INSTRUCTOR_GRADING and (grading / module).is_file():
+                shipped[module] = f"{reader.relative_to(course)} imports it"
+                readers.append(grading / module)
     return shipped
 
 

@@ -22,7 +22,9 @@ except ModuleNotFoundError as missing:  # nbgrader and nbformat come with the op
     autograde, GRADING_MISSING = None, missing.name
 try:
     from seqlab.grading import class_grading
-except ModuleNotFoundError:  # the instructor's: a copy of the course without it still has seqlab grade
+except ImportError as error:  # the instructor's: a copy without it (the student edition) still has seqlab grade
+    if error.name not in ("seqlab.grading", "seqlab.grading.class_grading"):  # there, but it cannot import
+        raise
     class_grading = None
 
 GRADE_HELP = """\
