@@ -23,7 +23,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -547,38 +546,3 @@ def test_the_verdict_kernel_stands_in_for_exactly_the_answers_functions(name):
         for k, c in cells.items()
     }
     assert answer_names(stubs) == answers
-
-
-def test_waiting_for_the_grading_process_gives_its_status_or_none_after_the_limit():
-    done = subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"])
-    assert autograde._wait_for(done, 30) == 3
-    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], start_new_session=True)
-    try:
-        started = time.monotonic()
-        assert autograde._wait_for(sleeper, 0.5) is None
-        assert time.monotonic() - started < 5
-    finally:
-        autograde._stop(sleeper)
-    assert sleeper.returncode is not None
-
-
-def test_ctrl_c_while_waiting_is_raised_between_polls_and_the_child_can_still_be_stopped():
-    """KeyboardInterrupt comes out of the wait, and _stop then ends the child (it used to hang for ever when
-    the interrupt landed inside Popen's bookkeeping)."""
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
-    try:
-        for delay in (0.05, 0.2, 0.35):  # the interrupt at different moments of the polling
-            timer = threading.Timer(delay, os.kill, (os.getpid(), signal.SIGINT))
-            timer.start()
-            with pytest.raises(KeyboardInterrupt):
-                autograde._wait_for(sleeper, 30)
-            timer.join()
-        assert sleeper.poll() is None, "the child runs on until it is stopped"
-        started = time.monotonic()
-        autograde._stop(sleeper)
-        assert sleeper.returncode is not None and time.monotonic() - started < 15
-    finally:
-        signal.signal(signal.SIGINT, previous)
-        if sleeper.poll() is None:
-            sleeper.kill()

@@ -18,7 +18,6 @@
 Nothing is written anywhere else: not in the course, not next to the notebook (the feedback aside).
 """
 
-import contextlib
 import json
 import os
 import re
@@ -27,8 +26,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
-import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -384,7 +381,9 @@ def _run_nbgrader(course: Path, exercise: str, notebook: Path, timeout: int, tot
         child = subprocess.Popen(command, cwd=course, env=env, stdout=output, stderr=subprocess.STDOUT,
                                  stdin=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
         try:
-            returncode = _wait_for(child, limit)
+            returncode = child.wait(timeout=limit)
+        except subprocess.TimeoutExpired:
+            returncode = None
         finally:
             _stop(child)
         output.seek(0)
@@ -400,61 +399,18 @@ def _run_nbgrader(course: Path, exercise: str, notebook: Path, timeout: int, tot
     return json.loads(result_file.read_text())
 
 
-STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
-
-
-def _wait_for(child: subprocess.Popen, seconds: float) -> int | None:
-    """The child's exit status, or None if it still runs after ``seconds``.
-
-    In the main thread, Ctrl-C and SIGTERM are held while the child is polled and taken between two
-    polls. Raised at any moment, KeyboardInterrupt can land just after ``Popen`` takes its internal
-    lock and before the ``try`` that releases it; every later ``poll`` then says "running" and an
-    unbounded ``wait`` blocks for ever. (Once, under load, Ctrl-C left ``seqlab grade`` running for more
-    than a minute after the child was told to stop; that is the one unbounded wait it had.)
-    """
-    if threading.current_thread() is not threading.main_thread():  # only the main thread gets signals
-        try:
-            return child.wait(timeout=seconds)
-        except subprocess.TimeoutExpired:
-            return None
-    deadline = time.monotonic() + seconds
-    while True:
-        caught = None
-        previous = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
-        try:
-            while caught is None:
-                returncode = child.poll()
-                if returncode is not None:
-                    return returncode
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return None
-                caught = signal.sigtimedwait(STOP_SIGNALS, min(remaining, 0.1))
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
-        # Deliver it now, outside Popen's bookkeeping: KeyboardInterrupt, or whatever the caller's handler does.
-        signal.raise_signal(caught.si_signo)
-
-
 def _stop(child: subprocess.Popen) -> None:
-    """Stop the grading process if it still runs: SIGTERM (it stops its kernel), then SIGKILL.
-
-    Every wait is bounded: a grading command that was told to stop must return, even if the process
-    outlives SIGKILL (it is then left to the system, and the caller's cleanup goes on).
-    """
+    """Stop the grading process if it still runs: SIGTERM (it stops its kernel), then SIGKILL."""
     if child.poll() is not None:
         return
     try:
         os.killpg(child.pid, signal.SIGTERM)
         child.wait(timeout=10)
     except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(child.pid, signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            child.wait(timeout=10)
+        os.killpg(child.pid, signal.SIGKILL)
+        child.wait()
     except ProcessLookupError:
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            child.wait(timeout=10)
+        child.wait()
 
 
 def alembic_head() -> str:
