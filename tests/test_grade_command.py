@@ -344,7 +344,12 @@ def test_ctrl_c_and_sigterm_stop_grading_and_leave_nothing(tmp_path, request, si
     request.addfinalizer(lambda: shutil.rmtree(temporary, ignore_errors=True))
     env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", TMPDIR=str(temporary))
     command = [str(BIN / "seqlab"), "grade", str(tmp_path / f"{FIRST}.ipynb"), "--course", str(ROOT)]
-    grading = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # Ctrl-C as from a terminal: a suite started as a background job (`make test &`) ignores SIGINT, and the
+    # processes it starts inherit that, so the grading command would never see this one.
+    default_sigint = lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)  # noqa: E731
+    grading = subprocess.Popen(
+        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint
+    )
     started, deadline = "seqlab-grade-*/seqlab-kernel-*/student-work/started", time.monotonic() + 120
     while not list(temporary.glob(started)) and time.monotonic() < deadline:
         time.sleep(0.2)
