@@ -177,6 +177,8 @@ def test_the_edition_holds_nothing_of_the_instructors(edition):
 def test_the_edition_is_a_repository_at_the_course_commit(edition):
     named = re.search(r"from course commit ([0-9a-f]{40})", git(edition, "log", "-1", "--format=%B")).group(1)
     git(ROOT, "merge-base", "--is-ancestor", named, "HEAD")  # the course's commit (or one before it)
+    subject = git(ROOT, "log", "-1", "--format=%s", named).strip()
+    assert subject not in git(edition, "log", "--format=%B"), "the course's commit messages stay in the course"
     assert git(edition, "status", "--porcelain", "--untracked-files=all") == ""  # _build/ and feedback: ignored
     manifest = json.loads((edition / tool.MANIFEST).read_text())["files"]
     assert sorted(manifest) == sorted(set(git(edition, "ls-files").split()) - {tool.MANIFEST})

@@ -409,11 +409,13 @@ def write_edition(dest: Path, files: dict, previous: dict) -> dict:
 
 
 def course_commit(course: Path, paths: list) -> tuple:
-    """The course's commit: ``(sha, "its subject")``, the subject followed by a note when the edition's
-    sources differ from that commit."""
-    sha, subject = git("log", "-1", "--format=%H%n%s", cwd=course).stdout.strip().split("\n", 1)
+    """The course's commit: ``(sha, note)``, the note saying whether the edition's sources differ from it.
+
+    Only the hash goes into the edition: the course's commit messages speak of solutions and hidden
+    tests, and the edition is public."""
+    sha = git("log", "-1", "--format=%H", cwd=course).stdout.strip()
     changed = git("status", "--porcelain", "--", *paths, cwd=course).stdout.strip()
-    return sha, subject + ("\n(with uncommitted changes to the course's files)" if changed else "")
+    return sha, "with uncommitted changes to the course's files" if changed else "as committed"
 
 
 def commit(dest: Path, paths: list, message: str) -> bool:
@@ -448,12 +450,12 @@ def build(dest: Path, course: Path = ROOT) -> dict:
     result = write_edition(dest, files, previous)
     (dest / MANIFEST).write_text(json.dumps({"files": result["manifest"]}, indent=1, sort_keys=True) + "\n")
     sources = ["_config.yml", "nbgrader_config.py", "requirements.txt", "pyproject.toml", "tools/student_edition"]
-    sha, subject = course_commit(course, [*COPIED, "seqlab", "tests", *sources, "tools/student_edition.py"])
+    sha, state = course_commit(course, [*COPIED, "seqlab", "tests", *sources, "tools/student_edition.py"])
     counts = f"{len(result['written'])} files written, {len(result['removed'])} removed"
     if result["kept"]:
         counts += f", {len(result['kept'])} kept as the student left them"
     title = "seqlab student edition" if not previous else "Update the seqlab student edition"
-    message = f"{title} from course commit {sha}\n\nThe course's commit: {subject}\n\n{counts}.\n"
+    message = f"{title} from course commit {sha}\n\nThe course's files {state}; {counts}.\n"
     result["committed"] = commit(dest, [*result["written"], *result["removed"], MANIFEST], message)
     result["course_commit"] = sha
     return result
