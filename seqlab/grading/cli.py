@@ -119,26 +119,25 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def workers(text: str) -> int:
-    """``--jobs``'s type: a whole number, at least 1."""
+def _at_least_one(text: str, what: str, too_small: str) -> int:
+    """An option's whole number, at least 1; ``what`` names it when it is not a whole number."""
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
     if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} workers: at least 1") from None
+        raise argparse.ArgumentTypeError(too_small.format(value)) from None
     return value
+
+
+def workers(text: str) -> int:
+    """``--jobs``'s type: a whole number, at least 1."""
+    return _at_least_one(text, "a whole number", "{} workers: at least 1")
 
 
 def seconds(text: str) -> int:
     """``--timeout``'s type: a whole number of seconds, at least 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of seconds") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} is too short: a cell needs at least 1 second") from None
-    return value
+    return _at_least_one(text, "a whole number of seconds", "{} is too short: a cell needs at least 1 second")
 
 
 class Stopped(Exception):
