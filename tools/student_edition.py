@@ -43,6 +43,7 @@ non-empty DIR that is not an edition.
 
 import argparse
 import ast
+import fnmatch
 import hashlib
 import json
 import re
@@ -111,7 +112,8 @@ INSTRUCTOR_TESTS = {
     "test_benchmark.py": "benchmarks/",
     "test_book_font.py": "tools/subset_cjk_font.py, which makes the font",
     "test_browser.py": "the rendered book in Chromium, with the font tool: the course's CI checks it",
-    "test_buggy_answers.py": "grades answers with the hidden tests of solutions/",
+    "buggy_answers.py": "grades answers with the hidden tests of solutions/",
+    "test_buggy_*.py": "grades answers with the hidden tests of solutions/ (one file per exercise)",
     "test_class_cycle.py": "grades a class with solutions/ and a gradebook",
     "test_course_integrity.py": "reads solutions/",
     "test_environment.py": "environment.yml and .ci/run",
@@ -221,8 +223,12 @@ def _grading_imports(source: str) -> set:
 
 def unclassified_tests(course: Path) -> list:
     """Files of the course's tests/ that neither STUDENT_TESTS nor INSTRUCTOR_TESTS names."""
-    named = set(STUDENT_TESTS) | set(INSTRUCTOR_TESTS)
-    return [p for p in course_paths(course, ["tests"]) if p.endswith(".py") and Path(p).name not in named]
+    named = [*STUDENT_TESTS, *INSTRUCTOR_TESTS]  # names, or patterns such as test_buggy_*.py
+    return [
+        p
+        for p in course_paths(course, ["tests"])
+        if p.endswith(".py") and not any(fnmatch.fnmatchcase(Path(p).name, name) for name in named)
+    ]
 
 
 def book_config(text: str) -> str:
