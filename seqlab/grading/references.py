@@ -15,12 +15,15 @@ import pkgutil
 import types
 
 __all__ = [
+    "ATTENTION_DECODER_REFERENCES",
     "ATTENTION_OPTIONAL_REFERENCES",
     "ATTENTION_REFERENCES",
     "BIDIRECTIONAL_OPTIONAL_REFERENCES",
     "BIDIRECTIONAL_REFERENCES",
     "DECODER_REFERENCES",
     "DisabledError",
+    "GRU_OPTIONAL_REFERENCES",
+    "GRU_REFERENCES",
     "LOSS_OPTIONAL_REFERENCES",
     "LOSS_REFERENCES",
     "LSTM_OPTIONAL_REFERENCES",
@@ -49,6 +52,22 @@ LSTM_OPTIONAL_REFERENCES = (
     "torch.lstm",
     "torch._VF.lstm_cell",
     "torch._VF.lstm",
+)
+
+# Exercise 1's GRU step, likewise: seqlab's GRU update, cell and layer, torch's GRU cell and layer and
+# their internal entry points are off; torch.sigmoid, tanh and matrix products stay on.
+GRU_REFERENCES = (
+    "seqlab.rnn.gru_update",
+    "seqlab.rnn.GRUCell",
+    "seqlab.rnn.GRU",
+    "torch.nn.GRUCell",
+    "torch.nn.GRU",
+)
+GRU_OPTIONAL_REFERENCES = (
+    "torch.gru_cell",
+    "torch.gru",
+    "torch._VF.gru_cell",
+    "torch._VF.gru",
 )
 
 # Exercise 2 (bidirectional encoder): the point is to reverse each sequence within its own length, so
@@ -116,6 +135,31 @@ ATTENTION_REFERENCES = (
 ATTENTION_OPTIONAL_REFERENCES = (
     "torch.masked.softmax",  # a Python function: its code is swapped, so torch.masked._ops.softmax is off too
     "torch._masked_softmax",
+)
+
+# Exercise 4's attention decoder step and greedy decoding: written from the student's attention and the
+# decoder's submodules (embedding, rnn, output), which stay on, and the model's encode; ATTENTION_REFERENCES
+# are off, and so are the attention decoder's own step and loop, the context decoder's parts, the model's
+# decoding step and seqlab's greedy search.
+ATTENTION_DECODER_REFERENCES = ATTENTION_REFERENCES + (
+    "seqlab.attention_decoder.AttentionDecoder.forward",
+    "seqlab.attention_decoder.AttentionDecoder.step",
+    "seqlab.attention_decoder.AttentionDecoder.attend",
+    "seqlab.attention_decoder.AttentionDecoder.query",
+    "seqlab.decoder.ContextDecoder.forward",
+    "seqlab.decoder.ContextDecoder.step",
+    "seqlab.decoder.ContextDecoder._decode",
+    "seqlab.decoder.ContextDecoder.embed",
+    "seqlab.decoder.ContextDecoder.recur",
+    "seqlab.decoder.ContextDecoder.predict",
+    "seqlab.seq2seq.AttentionSeq2Seq.forward",
+    "seqlab.seq2seq.AttentionSeq2Seq.attention_weights",
+    "seqlab.seq2seq.AttentionSeq2Seq.start_decoding",
+    "seqlab.seq2seq.AttentionSeq2Seq.decode_step",
+    "seqlab.decoding.Decodable.greedy_decode",
+    "seqlab.decoding.Decodable.beam_search",
+    "seqlab.decoding.greedy_search",
+    "seqlab.decoding.beam_search_one",
 )
 
 # Exercise 5 (bilinear, dot, scaled dot and cosine scorers): seqlab's four scorers (their ``score`` and
