@@ -178,6 +178,38 @@ def test_public_names():
 # The reference lists of exercises 2 and 3, and split_directions.
 
 
+def test_gru_references_switch_off_and_come_back():
+    from seqlab.rnn import gru_update as gru_update_alias  # bound before the block, as a student could
+
+    torch.manual_seed(0)
+    x, h = torch.randn(B, I), torch.randn(B, H)
+    ours, theirs, layer = seqlab.rnn.GRUCell(I, H), nn.GRUCell(I, H), seqlab.rnn.GRU(I, H)
+    expected = theirs(x, h)
+    weights = (theirs.weight_ih, theirs.weight_hh, theirs.bias_ih, theirs.bias_hh)
+
+    with disabled(*grading.GRU_REFERENCES, optional=grading.GRU_OPTIONAL_REFERENCES):
+        calls = {
+            "seqlab.rnn.gru_update": lambda: gru_update_alias(torch.zeros(B, 3 * H), h, theirs.weight_hh, None),
+            "seqlab.rnn.GRUCell.forward": lambda: ours(x, h),
+            "seqlab.rnn.GRU.forward": lambda: layer(x.unsqueeze(1)),
+            "torch.nn.GRUCell.forward": lambda: theirs(x, h),
+            "torch.nn.GRU.__init__": lambda: nn.GRU(I, H),
+            "torch.gru_cell": lambda: torch.gru_cell(x, h, *weights),
+            "torch._VF.gru_cell": lambda: torch._VF.gru_cell(x, h, *weights),
+        }
+        for name, call in calls.items():
+            with pytest.raises(DisabledError, match=rf"^{name.replace('.', '[.]')} is switched off"):
+                call()
+        # what exercise 1's GRU step is written from keeps working, and so do the LSTM cells
+        gates = x @ theirs.weight_ih.T + theirs.bias_ih  # (B, 3H)
+        assert torch.sigmoid(gates).shape == (B, 3 * H)
+        assert nn.LSTMCell(I, H)(x)[0].shape == (B, H)
+
+    assert_close(theirs(x, h), expected)
+    assert ours(x, h).shape == (B, H) and layer(x.unsqueeze(1))[0].shape == (B, 1, H)
+    assert_close(gru_update_alias(gates, h, theirs.weight_hh, theirs.bias_hh), expected)
+
+
 def test_bidirectional_references_switch_off_and_come_back():
     from torch.nn.utils.rnn import pack_padded_sequence as pack_alias  # bound before the block
 
