@@ -186,12 +186,14 @@ SCORER_REFERENCES = (
     "torch.nn.Bilinear",
 )
 
-# Exercise 6 (pointer-generator): the final distribution and the coverage loss are written from tensor
-# operations (torch.cat, scatter_add, torch.minimum, sums), which stay on; seqlab's own two are off, and
-# so is final_distribution's unchecked arithmetic, which the model's step calls.
+# Exercise 6 (pointer-generator): the final distribution, the pointer loss and the coverage loss are
+# written from tensor operations (torch.cat, scatter_add, gather, clamp_min, log, torch.minimum, sums),
+# which stay on; seqlab's own three are off, and so is final_distribution's unchecked arithmetic, which
+# the model's step calls. (The loss's test cells switch LOSS_REFERENCES off as well.)
 POINTER_REFERENCES = (
     "seqlab.pointer.final_distribution",
     "seqlab.pointer._mix",
+    "seqlab.pointer.pointer_loss",
     "seqlab.pointer.coverage_loss",
 )
 
