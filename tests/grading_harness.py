@@ -71,8 +71,25 @@ def nbgrader_meta(c) -> dict:
 
 
 def answer_ids(nb) -> list:
-    """Grade ids of the cells where students write code, in notebook order."""
-    return [nbgrader_meta(c)["grade_id"] for c in nb.cells if nbgrader_meta(c).get("solution")]
+    """Grade ids of the cells where students write code, in notebook order (not the written answers)."""
+    return [
+        nbgrader_meta(c)["grade_id"] for c in nb.cells if nbgrader_meta(c).get("solution") and c.cell_type == "code"
+    ]
+
+
+def written_points(nb) -> dict:
+    """``{grade_id: points}`` of the written answers: markdown answer cells that the instructor grades by
+    hand (nbgrader's manually graded answers; autograde gives them 0 if left as the release's stub)."""
+    return {
+        nbgrader_meta(c)["grade_id"]: float(nbgrader_meta(c)["points"])
+        for c in nb.cells
+        if nbgrader_meta(c).get("grade") and nbgrader_meta(c).get("solution") and c.cell_type == "markdown"
+    }
+
+
+def autograded_score(grades: dict) -> float:
+    """The score of ``{grade_id: auto score}``, in which a written answer waiting for the instructor is None."""
+    return sum(score for score in grades.values() if score is not None)
 
 
 def graded_points(nb) -> dict:

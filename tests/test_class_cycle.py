@@ -99,6 +99,7 @@ from grading_harness import (
     SANDBOX_MISSING,
     answer_ids,
     attack,
+    autograded_score,
     cell,
     exercise_names,
     gradebook_scores,
@@ -109,6 +110,7 @@ from grading_harness import (
     processes_with,
     run_nbgrader,
     solved,
+    written_points,
 )
 from nbgrader.api import Gradebook
 from postgres_server import postgres_server, query
@@ -174,8 +176,9 @@ class Exercise:
         self.answers = answer_ids(self.solution)
         self.last = self.answers[-1]
         self.points = graded_points(self.solution)  # {grade_id: points} of the test cells
+        self.written = written_points(self.solution)  # {grade_id: points} of the written answers
         self.below = points_below(self.solution, self.last)  # the test cells below the last answer
-        self.total = sum(self.points.values())
+        self.total = sum(self.points.values()) + sum(self.written.values())
         self.late = sum(self.below.values())
         assert self.total > 0 and self.late > 0, f"{name}: no test below its last answer cell {self.last}"
 
@@ -185,6 +188,11 @@ class Exercise:
 
     def solved(self):
         return solved(self.release, self.solution)
+
+    def written_scores(self, nb) -> dict:
+        """``{grade_id: auto score}`` of the written answers in ``nb``: None (for the instructor to grade)
+        once answered, 0 where the answer is still the release's stub."""
+        return {gid: 0.0 if cell(nb, gid).source == cell(self.release, gid).source else None for gid in self.written}
 
     def last_unanswered(self):
         nb = self.solved()
@@ -378,6 +386,7 @@ def cycle(tmp_path_factory, gradebook_server):
     for student, names in HANDS_IN.items():
         for ex in (exercises[name] for name in names):
             nb, expected[ex.name, student] = ex.submission(student)
+            expected[ex.name, student] |= ex.written_scores(nb)
             folder = course / "submitted" / student / ex.name
             folder.mkdir(parents=True)
             nbformat.write(nb, folder / f"{ex.name}.ipynb")
@@ -548,8 +557,9 @@ def test_every_student_gets_the_right_score(cycle, student):
         score, max_score, grades = cycle["first"]["scores"][name][student]
         assert max_score == ex.total, f"{student}, {name}: out of {max_score}, not {ex.total}"
         # every test cell graded, out of the solution's points (an edited 100 is reset), passed or failed
-        assert grades == {gid: (expected[gid], points) for gid, points in ex.points.items()}, (student, name)
-        assert score == sum(expected.values()), f"{student}, {name}: {score}, grades {grades}"
+        every = ex.points | ex.written
+        assert grades == {gid: (expected[gid], points) for gid, points in every.items()}, (student, name)
+        assert score == autograded_score(expected), f"{student}, {name}: {score}, grades {grades}"
 
 
 def test_the_csv_holds_every_student(cycle):
@@ -557,7 +567,7 @@ def test_the_csv_holds_every_student(cycle):
     assert {student for _, student in rows} == set(STUDENTS)
     for name, ex in cycle["exercises"].items():
         for student in STUDENTS:
-            expected = sum(cycle["expected"].get((name, student), {}).values())  # 0 for what was not handed in
+            expected = autograded_score(cycle["expected"].get((name, student), {}))  # 0 if not handed in
             assert rows[name, student] == (expected, ex.total), (name, student)
 
 
@@ -810,7 +820,7 @@ def test_grade_class_grades_every_submission_once(cycle):
     assert all(set(by_status(run)) <= {"graded", "unchanged"} for run in first)
     for key, row in rows(runs["class"]).items():
         if row["status"] == "graded":
-            assert row["why"] == "new" and row["score"] == sum(cycle["expected"][key].values()), row
+            assert row["why"] == "new" and row["score"] == autograded_score(cycle["expected"][key]), row
     assert "skipped as unchanged, 0 failed" in runs["class"]["output"]
 
 

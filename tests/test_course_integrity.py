@@ -224,9 +224,15 @@ def test_release_has_no_outputs(relative):
 def test_solution_notebook_follows_the_grading_rules(relative):
     nb = nbformat.read(SOLUTIONS / relative, as_version=4)
     assert nb.metadata.kernelspec.name == "python3"
-    tests = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
+    graded = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
     answers = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution")]
+    written = [c for c in graded if c in answers]  # written answers, graded by the instructor
+    tests = [c for c in graded if c not in answers]
     assert tests and answers
+    for cell in written:
+        grade_id = cell.metadata.nbgrader.grade_id
+        assert cell.cell_type == "markdown" and not cell.metadata.nbgrader.locked, f"{grade_id}: a written answer"
+        assert cell.metadata.nbgrader.points > 0, f"{grade_id}: a written answer needs points"
     for cell in tests:
         grade_id = cell.metadata.nbgrader.grade_id
         assert cell.cell_type == "code" and cell.metadata.nbgrader.locked, f"{grade_id}: tests are locked code"
@@ -242,12 +248,49 @@ def test_solution_notebook_follows_the_grading_rules(relative):
     # nbgrader 0.9.6 puts a deleted test cell back after the nbgrader cell before it in the source, looking
     # that cell up among the submission's answer and test cells only: a locked cell that is neither (the
     # setup), or a markdown cell with nbgrader metadata, right before a test cell makes autograde crash.
-    marked = [c.id for c in nb.cells if c.cell_type == "markdown" and "nbgrader" in c.metadata]
-    assert not marked, f"markdown cells must carry no nbgrader metadata: {marked}"
+    # A written answer (a manually graded markdown answer) is the notebook's last nbgrader cell, so no test
+    # cell comes back after it.
+    marked = [c.id for c in nb.cells if c.cell_type == "markdown" and "nbgrader" in c.metadata and c not in written]
+    assert not marked, f"markdown cells other than written answers must carry no nbgrader metadata: {marked}"
+    last = [c for c in nb.cells if "nbgrader" in c.metadata][-len(written) or len(nb.cells) :]
+    assert not written or last == written, "the written answers come after every other nbgrader cell"
     tracked = [c.metadata.nbgrader for c in nb.cells if "nbgrader" in c.metadata]
     for before, cell in zip(tracked, tracked[1:]):
         if cell.get("grade"):
             assert before.get("grade") or before.get("solution"), f"test {cell.grade_id} follows {before.grade_id}"
+
+
+TASK_HEADING = re.compile(r"^## Task \d+: .*\((\d+) points?(, graded by your instructor)?\)$", re.MULTILINE)
+TEST_FIRST_LINE = re.compile(r"^# Test \d+ \((\d+) points?\): ")
+
+
+@pytest.mark.parametrize("relative", notebooks(SOLUTIONS))
+def test_exercise_states_what_each_task_is_worth(relative):
+    """The introduction states the total (``N points in all``); each ``## Task k: ... (P points)`` heading
+    the points of the graded cells below it up to the next task; each test cell's first line its own."""
+    nb = nbformat.read(SOLUTIONS / relative, as_version=4)
+    meta = [c.metadata.get("nbgrader", {}) for c in nb.cells]
+    total = sum(m.get("points", 0) for m in meta if m.get("grade"))
+    assert f"{total:g} points in all" in nb.cells[0].source, f"the introduction must say '{total:g} points in all'"
+    tasks = []  # [heading, points it states, points of its graded cells, written answer]
+    for cell, m in zip(nb.cells, meta):
+        heading = TASK_HEADING.search(cell.source) if cell.cell_type == "markdown" else None
+        if heading:
+            tasks.append([heading.group(0), int(heading.group(1)), 0, bool(heading.group(2))])
+        elif m.get("grade"):
+            assert tasks, f"{m['grade_id']} comes before the first task heading"
+            tasks[-1][2] += m["points"]
+            if not m.get("solution"):
+                first = TEST_FIRST_LINE.match(cell.source)
+                assert first, f"{m['grade_id']}: the first line must be '# Test n (p points): ...'"
+                assert int(first.group(1)) == m["points"], (
+                    f"{m['grade_id']}: says {first.group(1)}, worth {m['points']}"
+                )
+            else:
+                assert tasks[-1][3], f"{m['grade_id']}: its task must say 'graded by your instructor'"
+    assert tasks, "no '## Task k: ... (P points)' heading"
+    for heading, stated, worth, _ in tasks:
+        assert stated == worth, f"{heading!r}: its graded cells are worth {worth:g}"
 
 
 # ---------------------------------------------------------------------------------------------------

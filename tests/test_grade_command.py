@@ -46,6 +46,7 @@ from grading_harness import (
     points_below,
     processes_with,
     solved,
+    written_points,
 )
 
 from seqlab.grading import autograde
@@ -126,8 +127,16 @@ def test_perfect_notebook_scores_full_marks(perfect):
     for grade_id, p in points.items():
         assert row(out, grade_id).split() == [grade_id, f"{p:g}", "/", f"{p:g}"], row(out, grade_id)
     total = sum(points.values())
-    assert row(out, "total").split() == ["total", f"{total:g}", "/", f"{total:g}"]
-    assert "Full marks." in out
+    assert row(out, "total").split()[:4] == ["total", f"{total:g}", "/", f"{total:g}"]
+    written = written_points(perfect["solution"])  # answered: left to the instructor, not counted
+    for grade_id, p in written.items():
+        assert row(out, grade_id).split()[:3] == [grade_id, "-", "/"], row(out, grade_id)
+        assert row(out, grade_id).endswith(f"{p:g}  graded by your instructor"), row(out, grade_id)
+    if written:
+        assert f"{sum(written.values()):g} more points graded by your instructor" in row(out, "total")
+        assert "Full marks on the autograded tasks." in out
+    else:
+        assert "Full marks." in out
 
 
 def test_perfect_notebook_gets_its_feedback_next_to_it(perfect):
@@ -169,7 +178,11 @@ def test_untouched_release_scores_zero(untouched):
     first_answer = next(nbgrader_meta(c)["grade_id"] for c in release(FIRST).cells if nbgrader_meta(c).get("solution"))
     assert "NotImplementedError" in row(out, next(iter(points)))  # the first line of the failure
     assert f"note: you have not answered {first_answer} yet" in out
-    total = sum(points.values())
+    written = written_points(release(FIRST))  # not answered: 0, as nbgrader gives a stub
+    for grade_id, p in written.items():
+        assert row(out, grade_id).split()[:4] == [grade_id, "0", "/", f"{p:g}"], row(out, grade_id)
+        assert "not answered: a written answer, graded by your instructor" in row(out, grade_id)
+    total = sum(points.values()) + sum(written.values())
     assert row(out, "total").split() == ["total", "0", "/", f"{total:g}"]
     assert f"{total:g} of {total:g} points missing." in out
 
@@ -239,6 +252,16 @@ def attempts(tmp_path_factory):
         "kinds": kinds,
         "points": graded_points(solution),
         "late": points_below(solution, answer_ids(solution)[-1]),
+        # the written answers' points that an attempt left as the release's stub: 0 out of them
+        "unanswered": {
+            kind: sum(
+                p
+                for gid, p in written_points(solution).items()
+                if cell(nbformat.read(folder / f"{kind}.ipynb", as_version=4), gid).source
+                == cell(release(FIRST), gid).source
+            )
+            for kind in kinds
+        },
         "folder": folder,
         "before": before,
         "after": after,
@@ -247,7 +270,8 @@ def attempts(tmp_path_factory):
 
 
 def total(part: str) -> str:
-    return " ".join(row(part, "total").split()[1:])
+    """``earned / possible`` of the autograded points (the written answers' points follow it)."""
+    return " ".join(row(part, "total").split()[1:4])
 
 
 def test_every_attempt_is_graded(attempts):
@@ -260,7 +284,7 @@ def test_every_attempt_is_graded(attempts):
 def test_an_attempt_scores_what_the_solutions_points_say(attempts, kind):
     if kind not in attempts["kinds"]:
         pytest.skip(f"no attack without a sandbox: {SANDBOX_MISSING}")
-    possible, late = sum(attempts["points"].values()), sum(attempts["late"].values())
+    possible, late = sum(attempts["points"].values()) + attempts["unanswered"][kind], sum(attempts["late"].values())
     expected = {"everything": possible, "nothing": 0, "early": possible - late}[KINDS[kind][1]]
     part = attempts["sections"][f"{kind}.ipynb"]
     assert total(part) == f"{expected:g} / {possible:g}", part
@@ -268,7 +292,7 @@ def test_an_attempt_scores_what_the_solutions_points_say(attempts, kind):
 
 def test_a_correct_notebook_saved_as_ex1_is_graded(attempts):
     part = attempts["sections"]["ex1.ipynb"]
-    assert f"exercise {FIRST}" in part and "Full marks." in part
+    assert f"exercise {FIRST}" in part and "Full marks" in part
 
 
 @pytest.mark.parametrize(

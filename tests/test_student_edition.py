@@ -26,7 +26,7 @@ from pathlib import Path
 import nbformat
 import pytest
 import yaml
-from grading_harness import graded_points, solved
+from grading_harness import graded_points, solved, written_points
 from test_course_integrity import find_secrets, html_text, leaks, notebook_text
 
 from seqlab.grading.cli import VISIBLE_ONLY
@@ -243,8 +243,10 @@ def test_seqlab_grade_grades_with_the_visible_tests_and_says_so(edition, graded)
     solved_run = graded["solved"]
     assert solved_run.returncode == 0, solved_run.stdout + solved_run.stderr
     assert f"exercise {FIRST}, with the visible tests only" in solved_run.stdout
-    assert row(solved_run.stdout, "total").split() == ["total", f"{total:g}", "/", f"{total:g}"]
-    assert "Full marks." in solved_run.stdout and solved_run.stdout.rstrip().splitlines()[-1] == VISIBLE_ONLY
+    assert row(solved_run.stdout, "total").split()[:4] == ["total", f"{total:g}", "/", f"{total:g}"]
+    for grade_id in written_points(release):  # answered: the instructor's to grade
+        assert row(solved_run.stdout, grade_id).endswith("graded by your instructor"), row(solved_run.stdout, grade_id)
+    assert "Full marks" in solved_run.stdout and solved_run.stdout.rstrip().splitlines()[-1] == VISIBLE_ONLY
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -247,7 +247,7 @@ class Task:
     """One graded cell: a test cell (autograded), or an answer nbgrader leaves to a person."""
 
     grade_id: str
-    earned: float | None  # None: graded by hand, not by the autograder
+    earned: float | None  # None: a written answer, graded by the instructor, not by the autograder
     possible: float
     failure: str | None = None  # the first line of why points are missing
 
@@ -270,6 +270,12 @@ class Report:
     @property
     def possible(self) -> float:
         return sum(t.possible for t in self.tasks if t.earned is not None)
+
+    @property
+    def by_instructor(self) -> float:
+        """The points of the written answers, which the instructor grades by hand (nbgrader's manually
+        graded answer cells): not in ``earned`` or ``possible``."""
+        return sum(t.possible for t in self.tasks if t.earned is None)
 
     @property
     def exit_status(self) -> int:
@@ -527,6 +533,9 @@ def _failure(c) -> str | None:
     return None
 
 
+BY_INSTRUCTOR = "graded by your instructor"  # what the table says of a written answer
+
+
 def _tasks(graded, grades: list) -> list:
     """One :class:`Task` per grade, in the notebook's order."""
     cells = _nbgrader_cells(graded)
@@ -536,8 +545,11 @@ def _tasks(graded, grades: list) -> list:
         c = cells.get(g["grade_id"])
         earned = g["auto"] if g["manual"] is None else g["manual"]
         task = Task(g["grade_id"], earned, g["max"])
+        written = c is not None and c.cell_type == "markdown" and c.metadata.nbgrader.get("solution")
         if earned is None:
-            task.failure = "graded by hand by the instructor"
+            task.failure = BY_INSTRUCTOR
+        elif written and earned < g["max"]:  # nbgrader gives an answer left as the release's stub 0
+            task.failure = f"not answered: a written answer, {BY_INSTRUCTOR}"
         elif earned < g["max"]:
             task.failure = (_failure(c) if c is not None and c.cell_type == "code" else None) or "partial credit"
         tasks.append(task)
@@ -575,7 +587,11 @@ def format_report(report: Report) -> str:
         earned = "-" if t.earned is None else _points(t.earned)
         points = f"{earned:>{possible}} / {_points(t.possible):<{possible}}"
         lines.append(f"{t.grade_id:<{width}}  {points}  {t.failure or ''}")
-    lines.append(f"{'total':<{width}}  {_points(report.earned):>{possible}} / {_points(report.possible):<{possible}}")
+    total = f"{'total':<{width}}  {_points(report.earned):>{possible}} / {_points(report.possible):<{possible}}"
+    if report.by_instructor:
+        more = f"{_points(report.by_instructor)} more point{'' if report.by_instructor == 1 else 's'}"
+        total += f"  autograded; {more} {BY_INSTRUCTOR}"
+    lines.append(total)
     lines = [line.rstrip() for line in lines]
     lines += [f"note: {note}" for note in report.notes]
     lines += [f"for the instructor's review: {item}" for item in report.review]

@@ -213,7 +213,15 @@ def grade_one(notebook: Path, args) -> int:
         shows = " (it shows the hidden tests)" if report.hidden_tests else ""
         print(f"\nFeedback{shows}: {report.feedback}")
     missing = report.possible - report.earned
-    print("\nFull marks." if missing <= 0 else f"\n{missing:g} of {report.possible:g} points missing.")
+    if report.by_instructor:  # written answers: the autograder gives them no points either way
+        later = f" The written answers ({report.by_instructor:g} points) are {autograde.BY_INSTRUCTOR}."
+        print(
+            f"\nFull marks on the autograded tasks.{later}"
+            if missing <= 0
+            else f"\n{missing:g} of {report.possible:g} autograded points missing.{later}"
+        )
+    else:
+        print("\nFull marks." if missing <= 0 else f"\n{missing:g} of {report.possible:g} points missing.")
     if not report.hidden_tests:
         print(VISIBLE_ONLY)
     return report.exit_status
