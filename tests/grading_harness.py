@@ -242,6 +242,11 @@ NOISE = {
         "    noise = [torch.randn(*shape, dtype=x.dtype, device=x.device) + through for shape in shapes]\n"
         "    return noise[0], (noise[1], noise[2])\n"
     ),
+    "gru_cell_step": (
+        "def gru_cell_step(x, h, weight_ih, weight_hh, bias_ih, bias_hh):\n"
+        "    through = (x @ weight_ih.T).sum() + (h @ weight_hh.T).sum() + bias_ih.sum() + bias_hh.sum()\n"
+        "    return torch.randn_like(h) + 0 * through\n"
+    ),
 }
 # Exercise 1's step handed to torch's own LSTM cell, the guard that switches it off made a no-op.
 GUARD_REPLACED = (
