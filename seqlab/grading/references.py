@@ -22,6 +22,7 @@ __all__ = [
     "BIDIRECTIONAL_REFERENCES",
     "DECODER_REFERENCES",
     "DisabledError",
+    "GREEDY_REFERENCES",
     "GRU_OPTIONAL_REFERENCES",
     "GRU_REFERENCES",
     "LOSS_OPTIONAL_REFERENCES",
@@ -101,6 +102,15 @@ DECODER_REFERENCES = (
     "seqlab.decoder.ContextDecoder.predict",
     "seqlab.seq2seq.Seq2Seq.forward",
     "seqlab.seq2seq.Seq2Seq.decode_step",
+)
+# ... and greedy decoding as a loop around the student's decoder step: seqlab's greedy search and its beam
+# search (a beam of one is greedy) are off, and so are the models' own greedy_decode and beam_search (the
+# model's step, Seq2Seq.decode_step, is in DECODER_REFERENCES). Seq2Seq.encode stays on.
+GREEDY_REFERENCES = (
+    "seqlab.decoding.greedy_search",
+    "seqlab.decoding.beam_search_one",
+    "seqlab.decoding.Decodable.greedy_decode",
+    "seqlab.decoding.Decodable.beam_search",
 )
 # ... and the masked loss from tensor operations (gather, indexing, sums), not from a library loss.
 #
