@@ -543,9 +543,9 @@ def test_the_class_has_exercises():
     assert EXERCISES, "no exercise in solutions/"
     assert {"ex01_lstm_cell", "ex02_bidirectional_encoder", "ex03_seq2seq"} <= set(EXERCISES), EXERCISES
     first = nbformat.read(ROOT / "solutions" / "ex01_lstm_cell" / "ex01_lstm_cell.ipynb", as_version=4)
-    tests = ["test_step_shapes", "test_step_matches_torch", "test_step_gradients"]
-    tests += ["test_sequence_shapes", "test_sequence_matches_torch"]
-    assert graded_points(first) == dict.fromkeys(tests, 2)
+    # the attacks on the verdict are written for exercise 1's answers (grading_harness.NOISE)
+    assert answer_ids(first)[0] == "lstm_cell_step" and graded_points(first), answer_ids(first)
+    assert all(points > 0 for points in graded_points(first).values()), graded_points(first)
 
 
 @pytest.mark.parametrize("student", STUDENTS)

@@ -359,15 +359,19 @@ def processes_naming(text: str) -> list:
 @pytest.mark.parametrize(
     "signum, status, said", [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "stopped")]
 )
-def test_ctrl_c_and_sigterm_stop_grading_and_leave_nothing(tmp_path, request, signum, status, said):
-    """While a cell runs: no traceback, no temporary course, no connection file, no kernel left."""
+@pytest.mark.parametrize("notebooks", [1, 3], ids=["one notebook", "a folder, two at once"])
+def test_ctrl_c_and_sigterm_stop_grading_and_leave_nothing(tmp_path, request, signum, status, said, notebooks):
+    """While a cell runs (in two notebooks at once, a third waiting, when a folder is graded): no
+    traceback, no temporary course, no connection file, no kernel left."""
     nb = release(FIRST)
     nb.cells.insert(1, nbformat.v4.new_code_cell("open('started', 'w').close()\nimport time\n\ntime.sleep(600)\n"))
-    nbformat.write(nb, tmp_path / f"{FIRST}.ipynb")
+    for n in range(notebooks):
+        nbformat.write(nb, tmp_path / f"{n}_{FIRST}.ipynb")
+    path = tmp_path / f"0_{FIRST}.ipynb" if notebooks == 1 else tmp_path
     temporary = Path(tempfile.mkdtemp(prefix="seqlab-test-"))  # a short path: it holds the kernel's sockets
     request.addfinalizer(lambda: shutil.rmtree(temporary, ignore_errors=True))
     env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", TMPDIR=str(temporary))
-    command = [str(BIN / "seqlab"), "grade", str(tmp_path / f"{FIRST}.ipynb"), "--course", str(ROOT)]
+    command = [str(BIN / "seqlab"), "grade", str(path), "--course", str(ROOT), "--jobs", "2"]
     # Ctrl-C as from a terminal: a suite started as a background job (`make test &`) ignores SIGINT, and the
     # processes it starts inherit that, so the grading command would never see this one.
     default_sigint = lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)  # noqa: E731
@@ -375,9 +379,10 @@ def test_ctrl_c_and_sigterm_stop_grading_and_leave_nothing(tmp_path, request, si
         command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint
     )
     started, deadline = "seqlab-grade-*/seqlab-kernel-*/student-work/started", time.monotonic() + 120
-    while not list(temporary.glob(started)) and time.monotonic() < deadline:
+    running = min(notebooks, 2)
+    while len(list(temporary.glob(started))) < running and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert list(temporary.glob(started)), "the cell never started"
+    assert len(list(temporary.glob(started))) == running, "the cells never started"
     grading.send_signal(signum)
     out, err = grading.communicate(timeout=60)
     assert grading.returncode == status, out + err

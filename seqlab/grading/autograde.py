@@ -26,6 +26,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -368,6 +369,22 @@ def feedback_path(notebook: Path, course: Path) -> Path | None:
     return notebook.with_name(notebook.stem + FEEDBACK_SUFFIX)
 
 
+# The grading processes alive now: ``seqlab grade FOLDER`` grades several notebooks at once, each waiting
+# on its process in a thread of its own, and only the main thread hears Ctrl-C; it stops them all here.
+_children: set = set()
+_children_lock = threading.Lock()
+_stopping = threading.Event()
+
+
+def stop_all() -> None:
+    """Stop every grading process and refuse to start another (Ctrl-C while grading a folder)."""
+    _stopping.set()
+    with _children_lock:
+        children = list(_children)
+    for child in children:
+        _stop(child)
+
+
 def _run_nbgrader(course: Path, exercise: str, notebook: Path, timeout: int, total: int, log) -> dict:
     """Run :func:`_nbgrader_steps` in a fresh Python, its output (nbgrader's log) in a file.
 
@@ -383,15 +400,21 @@ def _run_nbgrader(course: Path, exercise: str, notebook: Path, timeout: int, tot
     command += [str(timeout), str(total)]
     limit = total + NBGRADER_SECONDS
     with open(course / "nbgrader.log", "w+b") as output:
-        # A session of its own: Ctrl-C in the terminal reaches this process only, which stops the child.
-        child = subprocess.Popen(command, cwd=course, env=env, stdout=output, stderr=subprocess.STDOUT,
-                                 stdin=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+        with _children_lock:
+            if _stopping.is_set():
+                raise GradingFailed(f"grading {notebook} was not started: grading is being stopped")
+            # A session of its own: Ctrl-C in the terminal reaches this process only, which stops the child.
+            child = subprocess.Popen(command, cwd=course, env=env, stdout=output, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+            _children.add(child)
         try:
             returncode = child.wait(timeout=limit)
         except subprocess.TimeoutExpired:
             returncode = None
         finally:
             _stop(child)
+            with _children_lock:
+                _children.discard(child)
         output.seek(0)
         text = output.read().decode(errors="replace")
     if log is not None:

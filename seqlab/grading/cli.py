@@ -10,7 +10,10 @@ or unchanged; 1 a submission failed; 2 refused (nothing graded); 130 interrupted
 """
 
 import argparse
+import concurrent.futures
+import io
 import json
+import os
 import signal
 import sys
 import threading
@@ -83,6 +86,14 @@ def _parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="seconds per cell, at least 1 (default: the course's c.Execute.timeout); the notebook gets that "
         "long for each of its code cells in all",
+    )
+    grade.add_argument(
+        "-j",
+        "--jobs",
+        type=workers,
+        metavar="N",
+        help="for a folder: notebooks graded at once (default: 2 on two cores or more, else 1); each one's "
+        "table is printed whole, in order",
     )
     grade.add_argument("-v", "--verbose", action="store_true", help="show nbgrader's log")
 
@@ -175,12 +186,54 @@ def grade_command(args) -> int:
         if not notebooks:
             print(f"seqlab grade: refused: {args.notebook} holds no notebook", file=sys.stderr)
             return autograde.EXIT_REFUSED
+        return max(grade_all(notebooks, args, jobs=min(args.jobs or default_jobs(), len(notebooks))))
+    return grade_one(args.notebook, args)
+
+
+def default_jobs() -> int:
+    """Notebooks graded at once in a folder: two where there are two cores (a laptop has them), else one.
+    Each grading runs its kernels one after another, so two keep two cores busy; more only queue."""
+    return min(2, os.cpu_count() or 1)
+
+
+def grade_all(notebooks: list, args, jobs: int) -> list:
+    """Grade ``notebooks``, ``jobs`` at a time; each one's output printed whole, in order. Their exit statuses.
+
+    Each grading is a process (autograde's); a thread waits for each one. On Ctrl-C or SIGTERM the main
+    thread stops them all (autograde.stop_all) and waits for the threads, which remove their temporary
+    courses as they unwind."""
+    separator = "\n" + "-" * 100 + "\n"
+    if jobs <= 1:
         statuses = []
         for notebook in notebooks:
             statuses.append(grade_one(notebook, args))
-            print("\n" + "-" * 100 + "\n")
-        return max(statuses)
-    return grade_one(args.notebook, args)
+            print(separator)
+        return statuses
+
+    def captured(notebook):
+        out, err = io.StringIO(), io.StringIO()
+        return grade_one(notebook, args, out=out, err=err), out.getvalue(), err.getvalue()
+
+    print(
+        f"{len(notebooks)} notebooks, graded {jobs} at a time: each one's table appears when it is done.\n", flush=True
+    )
+    statuses = []
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="seqlab-grade") as pool:
+        futures = [pool.submit(captured, notebook) for notebook in notebooks]
+        try:
+            for future in futures:
+                status, out, err = future.result()
+                sys.stdout.write(out)
+                sys.stdout.flush()
+                sys.stderr.write(err)
+                print(separator, flush=True)
+                statuses.append(status)
+        except BaseException:
+            for future in futures:
+                future.cancel()
+            autograde.stop_all()
+            raise  # the pool's exit waits for the threads: their gradings are stopped, their folders removed
+    return statuses
 
 
 def notebooks_in(folder: Path) -> list:
@@ -188,42 +241,47 @@ def notebooks_in(folder: Path) -> list:
     return sorted(p for p in folder.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
 
 
-def grade_one(notebook: Path, args) -> int:
-    def announce(exercise, hidden_tests, unsandboxed):
-        print(f"Grading {notebook}: exercise {exercise}, with {_tests(exercise, hidden_tests)}.", flush=True)
-        if unsandboxed:
-            print(
-                f"warning: grading without a sandbox: {unsandboxed}. The notebook runs with your rights: "
-                "it can read and change your files.",
-                flush=True,
-            )
-        print(flush=True)
+def grade_one(notebook: Path, args, out=None, err=None) -> int:
+    """Grade one notebook and print its table to ``out`` (standard output), messages to ``err``."""
+    out, err = out or sys.stdout, err or sys.stderr
 
-    log = (lambda text: print(text, file=sys.stderr)) if args.verbose else None
+    def say(*text, **kwargs):
+        print(*text, file=out, flush=True, **kwargs)
+
+    def announce(exercise, hidden_tests, unsandboxed):
+        say(f"Grading {notebook}: exercise {exercise}, with {_tests(exercise, hidden_tests)}.")
+        if unsandboxed:
+            say(
+                f"warning: grading without a sandbox: {unsandboxed}. The notebook runs with your rights: "
+                "it can read and change your files."
+            )
+        say()
+
+    log = (lambda text: print(text, file=err)) if args.verbose else None
     try:
         report = autograde.grade(notebook, course=args.course, timeout=args.timeout, log=log, announce=announce)
     except autograde.Refused as refusal:
-        print(f"seqlab grade: refused: {refusal}", file=sys.stderr)
+        print(f"seqlab grade: refused: {refusal}", file=err)
         return autograde.EXIT_REFUSED
     except autograde.GradingFailed as failure:
-        print(f"seqlab grade: {failure}", file=sys.stderr)
+        print(f"seqlab grade: {failure}", file=err)
         return autograde.EXIT_FAILED
-    print(autograde.format_report(report))
+    say(autograde.format_report(report))
     if report.feedback is not None:
         shows = " (it shows the hidden tests)" if report.hidden_tests else ""
-        print(f"\nFeedback{shows}: {report.feedback}")
+        say(f"\nFeedback{shows}: {report.feedback}")
     missing = report.possible - report.earned
     if report.by_instructor:  # written answers: the autograder gives them no points either way
         later = f" The written answers ({report.by_instructor:g} points) are {autograde.BY_INSTRUCTOR}."
-        print(
+        say(
             f"\nFull marks on the autograded tasks.{later}"
             if missing <= 0
             else f"\n{missing:g} of {report.possible:g} autograded points missing.{later}"
         )
     else:
-        print("\nFull marks." if missing <= 0 else f"\n{missing:g} of {report.possible:g} points missing.")
+        say("\nFull marks." if missing <= 0 else f"\n{missing:g} of {report.possible:g} points missing.")
     if not report.hidden_tests:
-        print(VISIBLE_ONLY)
+        say(VISIBLE_ONLY)
     return report.exit_status
 
 
