@@ -161,3 +161,127 @@ def test_dropout_only_between_layers_in_training():
 def test_bad_input_names_shapes(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+# ----------------------------------------------------------------------------------------------
+# The LSTM's hand-written back-propagation through time (rnn.LSTMThroughTime).
+
+
+def functional_layer(layer, lengths):
+    """``layer`` as a function of (x, h_0[, c_0], *parameters), for torch.autograd.gradcheck."""
+    names = [name for name, _ in layer.named_parameters()]
+    n_states = 2 if layer.has_cell_state else 1
+
+    def run(x, *rest):
+        states, params = rest[:n_states], rest[n_states:]
+        state = states if layer.has_cell_state else states[0]
+        output, final = torch.func.functional_call(layer, dict(zip(names, params)), (x, state), {"lengths": lengths})
+        return (output, *flat(final))
+
+    return run
+
+
+@pytest.mark.parametrize("lengths", [None, torch.tensor([4, 1, 3])])
+def test_lstm_backward_passes_gradcheck(lengths):
+    """The hand-written backward against finite differences, in float64: two layers, both directions,
+    given initial states, every input and parameter."""
+    torch.manual_seed(0)
+    layer = rnn.LSTM(2, 3, num_layers=2, bidirectional=True).double()
+    x = torch.randn(3, 4, 2, dtype=torch.double, requires_grad=True)
+    h0, c0 = (torch.randn(4, 3, 3, dtype=torch.double, requires_grad=True) for _ in range(2))
+    params = [p.detach().clone().requires_grad_() for p in layer.parameters()]
+    assert torch.autograd.gradcheck(functional_layer(layer, lengths), (x, h0, c0, *params))
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("padded", [False, True])
+def test_lstm_through_time_alone_passes_gradcheck(reverse, padded):
+    torch.manual_seed(1)
+    Bs, Ss, Hs = 3, 5, 2
+    gates_x = torch.randn(Bs, Ss, 4 * Hs, dtype=torch.double, requires_grad=True)
+    h0, c0 = (torch.randn(Bs, Hs, dtype=torch.double, requires_grad=True) for _ in range(2))
+    weight_hh = torch.randn(4 * Hs, Hs, dtype=torch.double, requires_grad=True)
+    bias_hh = torch.randn(4 * Hs, dtype=torch.double, requires_grad=True)
+    mask = torch.arange(Ss) < torch.tensor([5, 1, 3]).unsqueeze(1) if padded else None
+
+    def run(gates_x, h0, c0, weight_hh, bias_hh):
+        return rnn.LSTMThroughTime.apply(gates_x, h0, c0, weight_hh, bias_hh, mask, reverse)
+
+    assert torch.autograd.gradcheck(run, (gates_x, h0, c0, weight_hh, bias_hh))
+
+
+def test_lstm_without_bias_and_without_parameter_grads():
+    ours, reference = pair(rnn.LSTM, nn.LSTM, I, H, bias=False, batch_first=True)
+    x = torch.randn(B, S, I, dtype=torch.double, requires_grad=True)
+    for p in [*ours.parameters(), *reference.parameters()]:
+        p.requires_grad_(False)
+    (dx_ours,) = torch.autograd.grad(ours(x)[0].sum(), x)
+    (dx_ref,) = torch.autograd.grad(reference(x)[0].sum(), x)
+    assert_close(dx_ours, dx_ref)
+
+
+def test_lstm_forward_is_the_plain_loop_bitwise(monkeypatch):
+    """The Function's forward runs the same lstm_update: outputs and states equal the autograd loop's to
+    the bit; its gradients equal autograd's up to rounding."""
+    torch.manual_seed(2)
+    layer = rnn.LSTM(I, H, num_layers=2, bidirectional=True)
+    x = torch.randn(B, S, I, requires_grad=True)
+    runs = []
+    for plain in (False, True):
+        if plain:  # autograd through every step, the layers' generic loop
+            monkeypatch.setattr(rnn.LSTM, "_run_direction", rnn._LayerBase._run_direction)
+        output, (h_n, c_n) = layer(x, lengths=LENGTHS)
+        loss = (output * torch.linspace(-1, 1, output.shape[-1])).sum() + h_n.sum() - c_n.pow(2).sum()
+        runs.append(((output, h_n, c_n), torch.autograd.grad(loss, [x, *layer.parameters()])))
+    (values, grads), (plain_values, plain_grads) = runs
+    for a, b in zip(values, plain_values):
+        assert torch.equal(a, b)
+    for a, b in zip(grads, plain_grads):
+        assert_close(a, b)
+
+
+def test_lstm_double_backward_fails_clearly():
+    """Asking for a graph of the backward (the first half of a double backward) raises at once, rather than
+    giving a second derivative that silently misses the path through the hand-written backward."""
+    layer = rnn.LSTM(I, H)
+    x = torch.randn(B, S, I, requires_grad=True)
+    with pytest.raises(RuntimeError, match="once differentiable"):
+        torch.autograd.grad(layer(x)[0].sum(), x, create_graph=True)
+    (dx,) = torch.autograd.grad(layer(x)[0].sum(), x)  # a plain backward still works afterwards
+    assert dx.shape == x.shape
+
+
+@pytest.mark.parametrize("name", ["LSTM", "GRU"])
+@pytest.mark.parametrize("seed", range(4))
+def test_input_and_state_grads_match_torch(name, seed):
+    """Gradients w.r.t. the input, h_0, c_0 and every weight equal torch.nn's, on random sizes (S = 1
+    among them) and random lengths (a row of length 1 among them), padded or not."""
+    generator = torch.Generator().manual_seed(seed)
+    draw = lambda low, high: int(torch.randint(low, high + 1, (), generator=generator))  # noqa: E731
+    Bs, Ss, Is, Hs = draw(1, 5), (1 if seed == 0 else draw(2, 7)), draw(1, 4), draw(1, 6)
+    num_layers, bidirectional = draw(1, 2), bool(draw(0, 1))
+    D = 2 if bidirectional else 1
+    lengths = torch.randint(1, Ss + 1, (Bs,), generator=generator)
+    lengths[-1] = 1
+    ours, reference = pair(*LAYERS[name], Is, Hs, num_layers=num_layers, bidirectional=bidirectional, batch_first=True)
+    for padded in (False, True):
+        x = torch.randn(Bs, Ss, Is, dtype=torch.double, generator=generator, requires_grad=True)
+        h0 = torch.randn(num_layers * D, Bs, Hs, dtype=torch.double, generator=generator)
+        states = [h0, torch.randn_like(h0)] if name == "LSTM" else [h0]
+        states = [s.requires_grad_() for s in states]
+        state = tuple(states) if name == "LSTM" else states[0]
+        weights = torch.randn(Bs, Ss, D * Hs, dtype=torch.double, generator=generator)
+        if padded:
+            out_ours, final_ours = ours(x, state, lengths=lengths)
+            packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+            out_ref, final_ref = reference(packed, state)
+            out_ref, _ = pad_packed_sequence(out_ref, batch_first=True, total_length=Ss)
+        else:
+            out_ours, final_ours = ours(x, state)
+            out_ref, final_ref = reference(x, state)
+        grads = []
+        for module, out, final in ((ours, out_ours, final_ours), (reference, out_ref, final_ref)):
+            loss = (out * weights).sum() + sum((s * s.detach().sin()).sum() for s in flat(final))
+            grads.append(torch.autograd.grad(loss, [x, *states, *module.parameters()]))
+        for a, b in zip(*grads):
+            assert_close(a, b)
