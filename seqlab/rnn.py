@@ -42,7 +42,7 @@ def rnn_update(gates_x: Tensor, h: Tensor, weight_hh: Tensor, bias_hh, nonlinear
     return torch.tanh(pre) if nonlinearity == "tanh" else torch.relu(pre)
 
 
-def lstm_update(gates_x: Tensor, h: Tensor, c: Tensor, weight_hh: Tensor, bias_hh, keep: list | None = None) -> tuple:
+def lstm_update(gates_x: Tensor, h: Tensor, c: Tensor, weight_hh: Tensor, bias_hh) -> tuple:
     """LSTM step, gates in torch's order (i, f, g, o)::
 
         i = σ(W_ii x + b_ii + W_hi h + b_hi)      input gate: how much new content to write
@@ -55,17 +55,12 @@ def lstm_update(gates_x: Tensor, h: Tensor, c: Tensor, weight_hh: Tensor, bias_h
     Args:
         gates_x: ``(B, 4H)`` input projection of this step.
         h, c: ``(B, H)`` previous hidden state and cell memory.
-        keep: a list, or None; if a list, the step appends ``(i, f, g, o, tanh(c'))`` to it (for
-            :class:`LSTMThroughTime`, whose backward needs them).
     """
     gates = gates_x + F.linear(h, weight_hh, bias_hh)  # (B, 4H)
-    i, f, g, o = gates.chunk(4, dim=1)  # 4 x (B, H), before the nonlinearities
-    i, f, g, o = torch.sigmoid(i), torch.sigmoid(f), torch.tanh(g), torch.sigmoid(o)
-    c_next = f * c + i * g  # (B, H)
-    tanh_c = torch.tanh(c_next)
-    if keep is not None:
-        keep.append((i, f, g, o, tanh_c))
-    return o * tanh_c, c_next  # h', c': (B, H) each
+    i, f, g, o = gates.chunk(4, dim=1)  # 4 x (B, H)
+    c_next = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)  # (B, H)
+    h_next = torch.sigmoid(o) * torch.tanh(c_next)  # (B, H)
+    return h_next, c_next
 
 
 def gru_update(gates_x: Tensor, h: Tensor, weight_hh: Tensor, bias_hh) -> Tensor:
@@ -246,122 +241,6 @@ class GRUCell(_CellBase):
 
 
 # ----------------------------------------------------------------------------------------------
-# The time loop, and the LSTM's back-propagation through time written by hand.
-
-
-def run_over_time(step, gates_x: Tensor, state: tuple, weight_hh: Tensor, bias_hh, mask, reverse: bool):
-    """Apply ``step`` at every time step of one direction of one layer.
-
-    Args:
-        step: ``step(gates_x_t, state, weight_hh, bias_hh)`` → new state tuple, e.g. ``LSTM._step``.
-        gates_x: ``(B, S, G)`` input projections of every step.
-        state: tuple of ``(B, H)`` initial states: ``(h,)``, or ``(h, c)`` for the LSTM.
-        mask: ``(B, S)`` bool, True at real tokens, or None.
-        reverse: walk from the last step to the first.
-
-    Returns:
-        ``(B, S, H)`` outputs (zero at padded steps), the tuple of final states, and the list of the
-        state tuples *before* each step ``t`` (indexed by ``t``), which a hand-written backward reads.
-    """
-    # unbind, not gates_x[:, t]: the backward of an index fills a whole (B, S, G) tensor at every step.
-    steps = gates_x.unbind(1)  # S tensors (B, G)
-    real = None if mask is None else mask.unsqueeze(2).unbind(1)  # S tensors (B, 1)
-    outputs, before = [None] * len(steps), [None] * len(steps)
-    for t in reversed(range(len(steps))) if reverse else range(len(steps)):
-        before[t] = state
-        new_state = step(steps[t], state, weight_hh, bias_hh)
-        if real is None:
-            state = new_state
-            outputs[t] = new_state[0]
-        else:
-            # A padded step keeps the old state, so the final state is the one at the last real
-            # step, and the backward direction starts from its initial state at the last real token.
-            state = tuple(torch.where(real[t], new, old) for new, old in zip(new_state, state))
-            outputs[t] = torch.where(real[t], new_state[0], 0.0)  # zero at padded steps, even after inf or NaN
-    return torch.stack(outputs, dim=1), state, before  # (B, S, H)
-
-
-class LSTMThroughTime(torch.autograd.Function):
-    """One direction of one LSTM layer over the whole sequence, with back-propagation through time by hand.
-
-    ``LSTMThroughTime.apply(gates_x, h_0, c_0, weight_hh, bias_hh, mask, reverse)`` → ``(output, h_n, c_n)``,
-    the same numbers as the loop of :func:`run_over_time` with :func:`lstm_update` (it runs that loop).
-
-    Autograd would record a dozen small operations per step and replay them backwards; here the
-    forward runs with autograd off and keeps what the backward needs: the states before each step
-    and the gates i_t, f_t, g_t, o_t and tanh(c_t) of each step. The backward walks back in time:
-
-    * in bulk over all steps, each gate's local derivative (σ' = σ(1 - σ), tanh' = 1 - tanh²);
-    * per step, from ∂L/∂h_t and ∂L/∂c_t, pointwise: ∂L/∂ of the four gates' pre-activations; then
-      ∂L/∂h_{t-1} = ∂L/∂(pre-activations) W_hh (one matmul) and ∂L/∂c_{t-1} = ∂L/∂c_t * f_t;
-    * in bulk after the loop, ∂L/∂W_hh and ∂L/∂b_hh, summed over all steps. The gradient w.r.t.
-      ``gates_x`` goes back to autograd, whose backward of ``F.linear`` gives ∂L/∂W_ih, ∂L/∂b_ih and
-      ∂L/∂x (one matmul each over all steps).
-
-    A padded step (``mask`` False) keeps the state, so there the gradient passes through unchanged.
-    Differentiable once: a double backward (``create_graph=True``) raises.
-    """
-
-    @staticmethod
-    def forward(ctx, gates_x, h0, c0, weight_hh, bias_hh, mask, reverse):
-        kept = []  # (i, f, g, o, tanh(c_t)) of each step, in the order of the walk
-
-        def step(gates_x_t, state, weight_hh, bias_hh):
-            return lstm_update(gates_x_t, state[0], state[1], weight_hh, bias_hh, keep=kept)
-
-        output, (h_n, c_n), before = run_over_time(step, gates_x, (h0, c0), weight_hh, bias_hh, mask, reverse)
-        if not any(ctx.needs_input_grad):
-            return output, h_n, c_n  # no backward will come (evaluation, decoding): nothing to save
-        if reverse:
-            kept.reverse()
-        # Time first, (S, B, H) each: the states before each step, the gates and tanh(c_t).
-        saved = [torch.stack(x) for x in zip(*before)] + [torch.stack(x) for x in zip(*kept)]
-        ctx.save_for_backward(mask, weight_hh, *saved)
-        ctx.reverse = reverse
-        return output, h_n, c_n
-
-    @staticmethod
-    def backward(ctx, d_output, dh, dc):
-        if torch.is_grad_enabled():  # backward(create_graph=True): a graph of this backward is asked for
-            raise RuntimeError(
-                "seqlab.rnn.LSTM's hand-written backward is once differentiable: no double backward "
-                "(create_graph=True); torch.nn.LSTM supports it"
-            )
-        mask, weight_hh, h_prev, c_prev, i, f, g, o, tanh_c = ctx.saved_tensors
-        S, B, H = h_prev.shape
-        # Local derivatives of every step, all at once, each to be multiplied by ∂L/∂c_t or ∂L/∂h_t:
-        #   ∂c_t/∂(pre-activations of i, f, g) = g_t σ'(i), c_{t-1} σ'(f), i_t tanh'(g)  (× ∂L/∂c_t)
-        #   ∂h_t/∂(pre-activation of o) = tanh(c_t) σ'(o),  ∂h_t/∂c_t = o_t tanh'(c_t)    (× ∂L/∂h_t)
-        by_dc = torch.stack([g * i * (1 - i), c_prev * f * (1 - f), i * (1 - g * g)], dim=2)  # (S, B, 3, H)
-        by_dh = tanh_c * o * (1 - o)  # (S, B, H)
-        dc_by_dh = o * (1 - tanh_c * tanh_c)  # (S, B, H)
-        d_output = d_output.transpose(0, 1)  # (S, B, H)
-        if mask is not None:
-            real = mask.t().unsqueeze(2)  # (S, B, 1)
-            # A padded step changes nothing: no gate gradient, and dh, dc pass through as they are.
-            by_dc = torch.where(real.unsqueeze(3), by_dc, 0.0)
-            by_dh, dc_by_dh, d_output = (torch.where(real, x, 0.0) for x in (by_dh, dc_by_dh, d_output))
-            f = torch.where(real, f, 1.0)
-
-        d_gates = h_prev.new_empty(S, B, 4 * H)  # ∂L/∂(pre-activations of i, f, g, o), step by step
-        d_ifg = d_gates[..., : 3 * H].unflatten(2, (3, H))  # (S, B, 3, H) view
-        d_o = d_gates[..., 3 * H :]  # (S, B, H) view
-        for t in range(S) if ctx.reverse else reversed(range(S)):
-            dh = dh + d_output[t]  # ∂L/∂h_t: from the output at t and from step t + 1
-            dc = torch.addcmul(dc, dh, dc_by_dh[t])  # ∂L/∂c_t: from step t + 1 and through h_t
-            torch.mul(by_dc[t], dc.unsqueeze(1), out=d_ifg[t])  # i, f, g: through c_t
-            torch.mul(by_dh[t], dh, out=d_o[t])  # o: through h_t
-            dh_prev = d_gates[t] @ weight_hh  # ∂L/∂h_{t-1}
-            dh = dh_prev if mask is None else torch.where(real[t], dh_prev, dh)
-            dc = dc * f[t]  # ∂L/∂c_{t-1}
-
-        flat = d_gates.flatten(0, 1)  # (S*B, 4H)
-        d_weight_hh = flat.t() @ h_prev.flatten(0, 1) if ctx.needs_input_grad[3] else None
-        d_bias_hh = flat.sum(0) if ctx.needs_input_grad[4] else None
-        return d_gates.transpose(0, 1), dh, dc, d_weight_hh, d_bias_hh, None, None
-
-
-# ----------------------------------------------------------------------------------------------
 # Layers: whole sequences, several layers, one or two directions, padded batches.
 
 
@@ -445,12 +324,11 @@ class _LayerBase(nn.Module):
         return states
 
     def _run_direction(self, gates_x: Tensor, state: tuple, weights: tuple, mask, reverse: bool):
-        """Run one direction of one layer over time (autograd records every step).
+        """Run one direction of one layer over time.
 
         Args:
             gates_x: ``(B, S, G)`` input projections of every step.
             state: tuple of ``(B, H)`` initial states.
-            weights: ``(weight_ih, weight_hh, bias_ih, bias_hh)`` of this layer and direction.
             mask: ``(B, S)`` bool, True at real tokens, or None.
             reverse: walk from the last step to the first.
 
@@ -458,8 +336,21 @@ class _LayerBase(nn.Module):
             ``(B, S, H)`` outputs (zero at padded steps) and the tuple of final states.
         """
         _, weight_hh, _, bias_hh = weights
-        outputs, final, _ = run_over_time(self._step, gates_x, state, weight_hh, bias_hh, mask, reverse)
-        return outputs, final
+        # unbind, not gates_x[:, t]: the backward of an index fills a whole (B, S, G) tensor at every step.
+        steps = gates_x.unbind(1)  # S tensors (B, G)
+        real = None if mask is None else mask.unsqueeze(2).unbind(1)  # S tensors (B, 1)
+        outputs = [None] * len(steps)
+        for t in reversed(range(len(steps))) if reverse else range(len(steps)):
+            new_state = self._step(steps[t], state, weight_hh, bias_hh)
+            if real is None:
+                state = new_state
+                outputs[t] = new_state[0]
+            else:
+                # A padded step keeps the old state, so the final state is the one at the last real
+                # step, and the backward direction starts from its initial state at the last real token.
+                state = tuple(torch.where(real[t], new, old) for new, old in zip(new_state, state))
+                outputs[t] = torch.where(real[t], new_state[0], 0.0)  # zero at padded steps, even after inf or NaN
+        return torch.stack(outputs, dim=1), state  # (B, S, H)
 
     def forward(self, input: Tensor, state=None, lengths=None):
         """Run the layer stack over a batch of sequences.
@@ -564,10 +455,6 @@ class LSTM(_LayerBase):
 
     def _step(self, gates_x, state, weight_hh, bias_hh):
         return lstm_update(gates_x, state[0], state[1], weight_hh, bias_hh)
-
-    def _run_direction(self, gates_x, state, weights, mask, reverse):
-        output, h_n, c_n = LSTMThroughTime.apply(gates_x, *state, weights[1], weights[3], mask, reverse)
-        return output, (h_n, c_n)
 
 
 class GRU(_LayerBase):

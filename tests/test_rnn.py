@@ -164,7 +164,7 @@ def test_bad_input_names_shapes(call, message):
 
 
 # ----------------------------------------------------------------------------------------------
-# The LSTM's hand-written back-propagation through time (rnn.LSTMThroughTime).
+# Gradients: against finite differences, and against torch.nn for every input.
 
 
 def functional_layer(layer, lengths):
@@ -182,32 +182,15 @@ def functional_layer(layer, lengths):
 
 
 @pytest.mark.parametrize("lengths", [None, torch.tensor([4, 1, 3])])
-def test_lstm_backward_passes_gradcheck(lengths):
-    """The hand-written backward against finite differences, in float64: two layers, both directions,
-    given initial states, every input and parameter."""
+def test_lstm_passes_gradcheck(lengths):
+    """Gradients against finite differences, in float64: two layers, both directions, given initial
+    states, every input and parameter, a row of length 1."""
     torch.manual_seed(0)
     layer = rnn.LSTM(2, 3, num_layers=2, bidirectional=True).double()
     x = torch.randn(3, 4, 2, dtype=torch.double, requires_grad=True)
     h0, c0 = (torch.randn(4, 3, 3, dtype=torch.double, requires_grad=True) for _ in range(2))
     params = [p.detach().clone().requires_grad_() for p in layer.parameters()]
     assert torch.autograd.gradcheck(functional_layer(layer, lengths), (x, h0, c0, *params))
-
-
-@pytest.mark.parametrize("reverse", [False, True])
-@pytest.mark.parametrize("padded", [False, True])
-def test_lstm_through_time_alone_passes_gradcheck(reverse, padded):
-    torch.manual_seed(1)
-    Bs, Ss, Hs = 3, 5, 2
-    gates_x = torch.randn(Bs, Ss, 4 * Hs, dtype=torch.double, requires_grad=True)
-    h0, c0 = (torch.randn(Bs, Hs, dtype=torch.double, requires_grad=True) for _ in range(2))
-    weight_hh = torch.randn(4 * Hs, Hs, dtype=torch.double, requires_grad=True)
-    bias_hh = torch.randn(4 * Hs, dtype=torch.double, requires_grad=True)
-    mask = torch.arange(Ss) < torch.tensor([5, 1, 3]).unsqueeze(1) if padded else None
-
-    def run(gates_x, h0, c0, weight_hh, bias_hh):
-        return rnn.LSTMThroughTime.apply(gates_x, h0, c0, weight_hh, bias_hh, mask, reverse)
-
-    assert torch.autograd.gradcheck(run, (gates_x, h0, c0, weight_hh, bias_hh))
 
 
 def test_lstm_without_bias_and_without_parameter_grads():
@@ -218,37 +201,6 @@ def test_lstm_without_bias_and_without_parameter_grads():
     (dx_ours,) = torch.autograd.grad(ours(x)[0].sum(), x)
     (dx_ref,) = torch.autograd.grad(reference(x)[0].sum(), x)
     assert_close(dx_ours, dx_ref)
-
-
-def test_lstm_forward_is_the_plain_loop_bitwise(monkeypatch):
-    """The Function's forward runs the same lstm_update: outputs and states equal the autograd loop's to
-    the bit; its gradients equal autograd's up to rounding."""
-    torch.manual_seed(2)
-    layer = rnn.LSTM(I, H, num_layers=2, bidirectional=True)
-    x = torch.randn(B, S, I, requires_grad=True)
-    runs = []
-    for plain in (False, True):
-        if plain:  # autograd through every step, the layers' generic loop
-            monkeypatch.setattr(rnn.LSTM, "_run_direction", rnn._LayerBase._run_direction)
-        output, (h_n, c_n) = layer(x, lengths=LENGTHS)
-        loss = (output * torch.linspace(-1, 1, output.shape[-1])).sum() + h_n.sum() - c_n.pow(2).sum()
-        runs.append(((output, h_n, c_n), torch.autograd.grad(loss, [x, *layer.parameters()])))
-    (values, grads), (plain_values, plain_grads) = runs
-    for a, b in zip(values, plain_values):
-        assert torch.equal(a, b)
-    for a, b in zip(grads, plain_grads):
-        assert_close(a, b)
-
-
-def test_lstm_double_backward_fails_clearly():
-    """Asking for a graph of the backward (the first half of a double backward) raises at once, rather than
-    giving a second derivative that silently misses the path through the hand-written backward."""
-    layer = rnn.LSTM(I, H)
-    x = torch.randn(B, S, I, requires_grad=True)
-    with pytest.raises(RuntimeError, match="once differentiable"):
-        torch.autograd.grad(layer(x)[0].sum(), x, create_graph=True)
-    (dx,) = torch.autograd.grad(layer(x)[0].sum(), x)  # a plain backward still works afterwards
-    assert dx.shape == x.shape
 
 
 @pytest.mark.parametrize("name", ["LSTM", "GRU"])
