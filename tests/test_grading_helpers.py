@@ -530,3 +530,24 @@ def test_pointer_references_switch_off_and_come_back():
 
     assert_close(final_alias(vocab_probs, attn, p_gen, src_ext_ids, n_oov=2), expected[0])
     assert_close(seqlab.pointer.coverage_loss(attn, coverage), expected[1])
+
+
+@pytest.mark.parametrize(
+    "tensor",
+    [
+        torch.arange(6).reshape(1, 6)[:, 2],  # one row of a column: size 1, stride 6
+        torch.arange(12.0).reshape(3, 4).t(),  # transposed
+        torch.arange(24, dtype=torch.float64).reshape(2, 3, 4)[:, ::2, 1:3],  # strided
+        torch.zeros(0, 3),  # empty
+        torch.tensor(True),  # 0-dimensional
+    ],
+    ids=["size-1 view", "transposed", "strided", "empty", "scalar"],
+)
+def test_tensors_cross_from_the_students_kernel_unchanged(tensor):
+    """What the verdict kernel receives of a tensor (seqlab.grading.verdict's blob): any layout, the same
+    values, dtype and shape."""
+    from seqlab.grading.verdict import _tensor, _tensor_blob
+
+    received = _tensor(*_tensor_blob(tensor))
+    assert received.dtype == tensor.dtype and received.shape == tensor.shape
+    assert torch.equal(received, tensor)

@@ -104,7 +104,10 @@ def _receive(sock, limit: int = LIMIT) -> tuple:
 def _tensor_blob(t: torch.Tensor) -> tuple:
     meta = {"dtype": str(t.dtype).removeprefix("torch."), "shape": list(t.shape), "device": str(t.device)}
     meta["grad"] = t.requires_grad
-    return meta, t.detach().to("cpu").contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
+    # A fresh dense copy: contiguous() keeps a view whose only dimension has size 1 and another stride
+    # (``tgt_in[:, t]`` with one row), which view(torch.uint8) refuses.
+    flat = t.detach().to("cpu").reshape(-1).clone(memory_format=torch.contiguous_format)
+    return meta, flat.view(torch.uint8).numpy().tobytes()
 
 
 def _tensor(meta: dict, blob: bytes) -> torch.Tensor:
