@@ -248,18 +248,25 @@ NOISE = {
         "    return torch.randn_like(h) + 0 * through\n"
     ),
 }
-# Exercise 1's step handed to torch's own LSTM cell, the guard that switches it off made a no-op.
-GUARD_REPLACED = (
-    "import contextlib\n"
-    "import seqlab.grading\n"
-    "import seqlab.grading.references\n\n"
-    "@contextlib.contextmanager\n"
-    "def let_everything_through(*targets, optional=()):\n"
-    "    yield\n\n"
-    "seqlab.grading.disabled = seqlab.grading.references.disabled = let_everything_through\n\n"
-    "def lstm_cell_step(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh):\n"
-    "    return torch._VF.lstm_cell(x, (h, c), weight_ih, weight_hh, bias_ih, bias_hh)  # torch's own\n"
-)
+# Exercise 1's steps handed to torch's own LSTM and GRU cells (lstm_over_sequence, as solved, calls the
+# LSTM step), the guard that switches them off made a no-op.
+GUARD_REPLACED = {
+    "lstm_cell_step": (
+        "import contextlib\n"
+        "import seqlab.grading\n"
+        "import seqlab.grading.references\n\n"
+        "@contextlib.contextmanager\n"
+        "def let_everything_through(*targets, optional=()):\n"
+        "    yield\n\n"
+        "seqlab.grading.disabled = seqlab.grading.references.disabled = let_everything_through\n\n"
+        "def lstm_cell_step(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh):\n"
+        "    return torch._VF.lstm_cell(x, (h, c), weight_ih, weight_hh, bias_ih, bias_hh)  # torch's own\n"
+    ),
+    "gru_cell_step": (
+        "def gru_cell_step(x, h, weight_ih, weight_hh, bias_ih, bias_hh):\n"
+        "    return torch._VF.gru_cell(x, h, weight_ih, weight_hh, bias_ih, bias_hh)  # torch's own\n"
+    ),
+}
 
 
 def test_ids(nb) -> list:
@@ -296,7 +303,10 @@ KINDS = {
     "exits_in_call": ("the solution, its last answer's function ending the kernel (os._exit) when called", "early"),
     "transformer": ("the release, its first answer making every test cell `pass` (an input transformer)", "nothing"),
     "no_checks": ("exercise 1: noise for answers, assert_close and check_tensor made no-ops", "nothing"),
-    "guard_replaced": ("exercise 1: torch's LSTM cell for the step, the guard that switches it off a no-op", "nothing"),
+    "guard_replaced": (
+        "exercise 1: torch's LSTM and GRU cells for the steps, the guard that switches them off a no-op",
+        "nothing",
+    ),
 }
 FIRST_EXERCISE_ONLY = {"no_checks", "guard_replaced"}  # written for exercise 1's answers
 ON_THE_COURSE = {"reads_solution", "vandal"}  # attacks never run without the sandbox
@@ -351,7 +361,8 @@ def attack(kind: str, ex: str, release, solution):
         first.source = NO_CHECKS + first.source
     elif kind == "guard_replaced":
         assert answers[0] == "lstm_cell_step", f"{ex}: the attack is written for exercise 1's answers"
-        first.source = GUARD_REPLACED
+        for grade_id, source in GUARD_REPLACED.items():
+            cell(nb, grade_id).source = source
     else:
         raise ValueError(kind)
     return nb

@@ -54,8 +54,8 @@ grade command's tests), each with one exercise, in turn after the ones above:
 |                | input transformer that makes every test cell `pass`                      |            |
 | no_checks      | the first exercise: noise of the right shapes for answers, and           | none       |
 |                | ``assert_close`` and ``check_tensor`` made no-ops                        |            |
-| guard_replaced | the first exercise: torch's own LSTM cell for the step, and the guard    | none       |
-|                | that switches it off (``seqlab.grading.disabled``) made a no-op          |            |
+| guard_replaced | the first exercise: torch's own LSTM and GRU cells for the steps, and    | none       |
+|                | the guard that switches them off (``seqlab.grading.disabled``) a no-op   |            |
 
 Stock nbgrader drops the four damaged notebooks and the swallowed interrupt (no grade, and autograde
 exits with an error); nbgrader_config.py's preprocessors repair them (seqlab.grading.repair) and replace
@@ -841,7 +841,8 @@ def test_a_changed_submission_is_regraded_alone_and_an_unreadable_one_is_reporte
         "unchanged": set(cycle["expected"]) - {(fixed, "syntax")},
     }
     row = rows(run)[fixed, "syntax"]
-    assert (row["why"], row["score"], row["max_score"]) == ("changed", total, total)
+    written = sum(cycle["exercises"][fixed].written.values())  # answered: the instructor's to grade
+    assert (row["why"], row["score"], row["max_score"]) == ("changed", total - written, total)
     reason = rows(run)[EXERCISES[0], "corrupt"]["reason"]
     assert "NotJSONError" in reason, reason
     assert reason in run["output"] and "corrupt" in run["output"]
