@@ -551,3 +551,63 @@ def test_tensors_cross_from_the_students_kernel_unchanged(tensor):
     received = _tensor(*_tensor_blob(tensor))
     assert received.dtype == tensor.dtype and received.shape == tensor.shape
     assert torch.equal(received, tensor)
+
+
+# Ways around the guard that a hostile student found (issue 13's review of the new tasks): each earned a
+# task's points with borrowed code; review.findings must list each for the instructor.
+AROUND_THE_GUARD = {
+    "an alias of torch's builtin cell": (
+        "from torch import gru_cell as _g\n\ndef gru_cell_step(x, h, w_ih, w_hh, b_ih, b_hh):\n"
+        "    return _g(x, h, w_ih, w_hh, b_ih, b_hh)\n",
+        "names a reference that the hidden tests switch off (torch.gru_cell)",
+    ),
+    "the guard's resolver replaced": (
+        "import pkgutil\n\npkgutil.resolve_name = lambda name: None\n",
+        "replaces pkgutil.resolve_name",
+    ),
+    "a second copy of a module": (
+        "import importlib.util\n\nspec = importlib.util.spec_from_file_location('copy', 'decoding.py')\n"
+        "module = importlib.util.module_from_spec(spec)\nspec.loader.exec_module(module)\n",
+        "loads a module's code a second time, or its source (spec_from_file_location)",
+    ),
+    "an object moved to a copy's class": (
+        "def decoder_step(decoder, tokens, state, context):\n    decoder.__class__ = Copy\n"
+        "    return decoder.step(tokens, state, context)\n",
+        "changes an object's class (__class__)",
+    ),
+    "the verdict's namespace changed": (
+        "import contextlib\nimport seqlab.grading.verdict as v\n\n"
+        "v.__dict__['_switched_off'] = lambda guard, blocks: contextlib.nullcontext()\n",
+        "reaches into a function (__dict__)",
+    ),
+    "the grading machinery imported": (
+        "import seqlab.grading.verdict as v\n",
+        "imports the grading machinery (seqlab.grading.verdict)",
+    ),
+    "torch's internals through another module": (
+        "import torch.nn.functional as F\n\nstep = F.torch._C._VariableFunctions.gru_cell\n",
+        "calls torch's internals (torch.nn.functional.torch._C._VariableFunctions.gru_cell)",
+    ),
+    "a private attribute by name": (
+        "import torch\n\ninternals = getattr(torch, '_C')\n",
+        "reaches a private attribute",
+    ),
+    "a module's source": (
+        "import inspect\nimport seqlab.decoding\n\ncode = inspect.getsource(seqlab.decoding)\n",
+        "getsource",
+    ),
+}
+
+
+@pytest.mark.parametrize("source, listed", AROUND_THE_GUARD.values(), ids=list(AROUND_THE_GUARD))
+def test_ways_around_the_guard_are_listed_for_review(source, listed):
+    from seqlab.grading.review import findings
+
+    assert any(listed in what for _, what in findings(source)), findings(source)
+
+
+def test_the_references_named_for_review_are_the_guards_own():
+    from seqlab.grading.review import switched_off
+
+    assert {"torch.gru_cell", "torch.nn.GRUCell", "seqlab.decoding.greedy_search"} <= switched_off()
+    assert all(isinstance(name, str) and "." in name for name in switched_off())

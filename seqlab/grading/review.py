@@ -9,9 +9,18 @@ and says where it does what an answer has no reason to do:
 * change the interpreter (``sys.modules``, import hooks, tracing, builtins);
 * assign to, or delete, an attribute of torch, numpy or seqlab (``torch.testing.assert_close = ...``,
   ``seqlab.grading.disabled = ...``), or ``setattr`` one;
-* reach into functions (``__code__``, ``__globals__``, ``__closure__``), the garbage collector,
-  ``importlib.reload`` or ``ctypes``;
-* call torch's internals (``torch._VF``, ``torch._C``, ``torch.ops``);
+* assign to an attribute of any module it imported (``pkgutil.resolve_name = ...``), or to an
+  object's ``__class__``;
+* reach into functions or modules (``__code__``, ``__globals__``, ``__closure__``, ``__dict__``), the
+  garbage collector, ``importlib.reload`` or ``ctypes``;
+* load a module's code a second time or read its source (``importlib.util.spec_from_file_location``,
+  ``runpy``, ``inspect.getsource``, ``__import__``): a copy's functions are new objects, which the guard
+  never switches off;
+* import the grading machinery (``seqlab.grading``), or name a reference that the hidden tests switch
+  off (``seqlab.grading.references``: ``from torch import gru_cell`` keeps torch's own cell past the
+  guard, which cannot swap a builtin);
+* call torch's internals (``torch._VF``, ``torch._C``, ``torch.ops``, however reached), or a private
+  attribute of torch, numpy or seqlab by name (``getattr(torch, "_C")``);
 * name a file outside the notebook's folder (a path that is absolute or climbs with ``..``);
 * run code made at run time (``exec``, ``eval``, ``compile`` of anything but a literal).
 
@@ -19,6 +28,7 @@ A finding is a reason to look, not a verdict: the score stays what the tests gav
 """
 
 import ast
+import functools
 
 __all__ = ["findings"]
 
@@ -44,6 +54,11 @@ INTERPRETER = {
     ("gc", "get_referents"): "objects found through the garbage collector (gc.get_referents)",
 }
 FUNCTION_INSIDES = {"__code__", "__globals__", "__closure__", "__defaults__", "__kwdefaults__", "__builtins__"}
+FUNCTION_INSIDES |= {"__dict__"}
+# Calls that load a module's code a second time (its functions new objects, out of the guard's reach), or
+# its source.
+LOADERS = {"spec_from_file_location", "module_from_spec", "exec_module", "SourceFileLoader", "SourcelessFileLoader"}
+LOADERS |= {"load_module", "run_path", "run_module", "getsource", "getsourcelines", "__import__"}
 LIBRARIES = ("torch", "numpy", "seqlab")
 INTERNALS = {"_VF", "_C", "ops"}  # torch._VF, torch._C, torch.ops
 FILE_CALLS = {"open", "Path", "PurePath", "listdir", "scandir", "walk", "remove", "unlink", "rename", "replace"}
@@ -86,6 +101,16 @@ def _library(parts: list | None, aliases: dict) -> str | None:
     return ".".join([root, *parts[1:]])
 
 
+@functools.cache
+def switched_off() -> frozenset:
+    """The dotted names of every reference that a hidden test switches off (the lists of
+    :mod:`seqlab.grading.references`); reading them imports nothing."""
+    from seqlab.grading import references
+
+    lists = [getattr(references, name) for name in dir(references) if name.endswith("REFERENCES")]
+    return frozenset(target for targets in lists if isinstance(targets, tuple) for target in targets)
+
+
 def _outside(value) -> bool:
     return isinstance(value, str) and (value.startswith(("/", "~")) or ".." in value.replace("\\", "/").split("/"))
 
@@ -107,14 +132,21 @@ def findings(source: str) -> list:
         if parts and len(parts) >= 2 and (aliases.get(parts[0], parts[0]), parts[1]) in INTERPRETER:
             found.append((line, f"touches {INTERPRETER[aliases.get(parts[0], parts[0]), parts[1]]}"))
         name = _library(parts, aliases)
-        if name and name.startswith("torch.") and name.split(".")[1] in INTERNALS:
-            found.append((line, f"calls torch's internals ({'.'.join(name.split('.')[:2])})"))
+        if name and name.startswith("torch.") and INTERNALS & set(name.split(".")[1:]):
+            found.append((line, f"calls torch's internals ({name})"))
+        if name and name in switched_off():
+            found.append((line, f"names a reference that the hidden tests switch off ({name})"))
         if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign | ast.Delete):
             targets = node.targets if isinstance(node, ast.Assign | ast.Delete) else [node.target]
             for target in targets:
-                changed = _library(_dotted(target), aliases) if isinstance(target, ast.Attribute) else None
+                dotted = _dotted(target) if isinstance(target, ast.Attribute) else None
+                changed = _library(dotted, aliases)
+                if changed is None and dotted and dotted[0] in aliases:  # an attribute of any imported module
+                    changed = ".".join([aliases[dotted[0]], *dotted[1:]])
                 if changed:
                     found.append((line, f"replaces {changed}"))
+                if isinstance(target, ast.Attribute) and target.attr == "__class__":
+                    found.append((line, "changes an object's class (__class__)"))
                 if isinstance(target, ast.Name) and target.id == "__builtins__":
                     found.append((line, "replaces the builtins"))
         if isinstance(node, ast.Call):
@@ -127,6 +159,16 @@ def findings(source: str) -> list:
                 and not isinstance(node.args[0], ast.Constant)
             ):
                 found.append((line, f"runs code made at run time ({function[0]})"))
+            if function and function[-1] in LOADERS:
+                found.append((line, f"loads a module's code a second time, or its source ({function[-1]})"))
+            if (
+                function[-1:] == ["getattr"]
+                and len(node.args) > 1
+                and isinstance(node.args[1], ast.Constant)
+                and str(node.args[1].value).startswith("_")
+                and _library(_dotted(node.args[0]), aliases)
+            ):
+                found.append((line, f"reaches a private attribute by name ({node.args[1].value!r})"))
             if function[:1] == ["ctypes"] or aliases.get(function[0] if function else "", "") == "ctypes":
                 found.append((line, "uses ctypes"))
             if function and function[-1] in FILE_CALLS:
@@ -140,6 +182,14 @@ def findings(source: str) -> list:
                     )
         if isinstance(node, ast.Import | ast.ImportFrom):
             modules = [a.name for a in node.names] + ([node.module] if isinstance(node, ast.ImportFrom) else [])
+            imported = [a.name for a in node.names]
+            if isinstance(node, ast.ImportFrom) and node.module:
+                imported = [f"{node.module}.{a.name}" for a in node.names] + [node.module]
+            for module in imported:
+                if module == "seqlab.grading" or module.startswith("seqlab.grading."):
+                    found.append((line, f"imports the grading machinery ({module})"))
+                elif module in switched_off():
+                    found.append((line, f"names a reference that the hidden tests switch off ({module})"))
             if any((m or "").split(".")[0] in ("ctypes", "gc") for m in modules):
                 found.append(
                     (line, f"imports {', '.join(m for m in modules if m and m.split('.')[0] in ('ctypes', 'gc'))}")
