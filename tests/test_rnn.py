@@ -68,6 +68,17 @@ def test_cell_without_bias_and_relu():
 CASES = list(itertools.product(LAYERS, [1, 2], [False, True], [False, True]))
 
 
+def run_both(ours, reference, x, state, lengths=None) -> tuple:
+    """``(output, final state)`` of our layer and of torch.nn's over ``x``; with ``lengths``, ours reads
+    them and torch's reads the packed batch."""
+    if lengths is None:
+        return ours(x, state), reference(x, state)
+    packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+    out_ref, final_ref = reference(packed, state)
+    out_ref, _ = pad_packed_sequence(out_ref, batch_first=True, total_length=x.shape[1])
+    return ours(x, state, lengths=lengths), (out_ref, final_ref)
+
+
 @pytest.mark.parametrize("name,num_layers,bidirectional,padded", CASES)
 def test_layer_matches_torch(name, num_layers, bidirectional, padded):
     ours, reference = pair(*LAYERS[name], I, H, num_layers=num_layers, bidirectional=bidirectional, batch_first=True)
@@ -77,14 +88,7 @@ def test_layer_matches_torch(name, num_layers, bidirectional, padded):
     h0 = torch.randn(num_layers * D, B, H, dtype=torch.double)
     state = (h0, torch.randn_like(h0)) if name == "LSTM" else h0
 
-    if padded:
-        out_ours, final_ours = ours(x, state, lengths=LENGTHS)
-        packed = pack_padded_sequence(x, LENGTHS, batch_first=True, enforce_sorted=False)
-        out_ref, final_ref = reference(packed, state)
-        out_ref, _ = pad_packed_sequence(out_ref, batch_first=True, total_length=S)
-    else:
-        out_ours, final_ours = ours(x, state)
-        out_ref, final_ref = reference(x, state)
+    (out_ours, final_ours), (out_ref, final_ref) = run_both(ours, reference, x, state, LENGTHS if padded else None)
 
     assert out_ours.shape == (B, S, D * H)
     assert_close(out_ours, out_ref)
@@ -223,14 +227,7 @@ def test_input_and_state_grads_match_torch(name, seed):
         states = [s.requires_grad_() for s in states]
         state = tuple(states) if name == "LSTM" else states[0]
         weights = torch.randn(Bs, Ss, D * Hs, dtype=torch.double, generator=generator)
-        if padded:
-            out_ours, final_ours = ours(x, state, lengths=lengths)
-            packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
-            out_ref, final_ref = reference(packed, state)
-            out_ref, _ = pad_packed_sequence(out_ref, batch_first=True, total_length=Ss)
-        else:
-            out_ours, final_ours = ours(x, state)
-            out_ref, final_ref = reference(x, state)
+        (out_ours, final_ours), (out_ref, final_ref) = run_both(ours, reference, x, state, lengths if padded else None)
         grads = []
         for module, out, final in ((ours, out_ours, final_ours), (reference, out_ref, final_ref)):
             loss = (out * weights).sum() + sum((s * s.detach().sin()).sum() for s in flat(final))

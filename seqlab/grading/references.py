@@ -93,13 +93,15 @@ BIDIRECTIONAL_OPTIONAL_REFERENCES = (
 # Exercise 3 (Seq2Seq): the decoder step must be written from the decoder's submodules (embedding,
 # rnn, output), which stay on; the decoder's own forward and step are off, and so is the unchecked
 # computation they share.
-DECODER_REFERENCES = (
+CONTEXT_DECODER_PARTS = (  # the context decoder's own loop, step and parts (exercises 3 and 4)
     "seqlab.decoder.ContextDecoder.forward",
     "seqlab.decoder.ContextDecoder.step",
     "seqlab.decoder.ContextDecoder._decode",
     "seqlab.decoder.ContextDecoder.embed",
     "seqlab.decoder.ContextDecoder.recur",
     "seqlab.decoder.ContextDecoder.predict",
+)
+DECODER_REFERENCES = CONTEXT_DECODER_PARTS + (
     "seqlab.seq2seq.Seq2Seq.forward",
     "seqlab.seq2seq.Seq2Seq.decode_step",
 )
@@ -151,25 +153,22 @@ ATTENTION_OPTIONAL_REFERENCES = (
 # decoder's submodules (embedding, rnn, output), which stay on, and the model's encode; ATTENTION_REFERENCES
 # are off, and so are the attention decoder's own step and loop, the context decoder's parts, the model's
 # decoding step and seqlab's greedy search.
-ATTENTION_DECODER_REFERENCES = ATTENTION_REFERENCES + (
-    "seqlab.attention_decoder.AttentionDecoder.forward",
-    "seqlab.attention_decoder.AttentionDecoder.step",
-    "seqlab.attention_decoder.AttentionDecoder.attend",
-    "seqlab.attention_decoder.AttentionDecoder.query",
-    "seqlab.decoder.ContextDecoder.forward",
-    "seqlab.decoder.ContextDecoder.step",
-    "seqlab.decoder.ContextDecoder._decode",
-    "seqlab.decoder.ContextDecoder.embed",
-    "seqlab.decoder.ContextDecoder.recur",
-    "seqlab.decoder.ContextDecoder.predict",
-    "seqlab.seq2seq.AttentionSeq2Seq.forward",
-    "seqlab.seq2seq.AttentionSeq2Seq.attention_weights",
-    "seqlab.seq2seq.AttentionSeq2Seq.start_decoding",
-    "seqlab.seq2seq.AttentionSeq2Seq.decode_step",
-    "seqlab.decoding.Decodable.greedy_decode",
-    "seqlab.decoding.Decodable.beam_search",
-    "seqlab.decoding.greedy_search",
-    "seqlab.decoding.beam_search_one",
+ATTENTION_DECODER_REFERENCES = (
+    ATTENTION_REFERENCES
+    + (
+        "seqlab.attention_decoder.AttentionDecoder.forward",
+        "seqlab.attention_decoder.AttentionDecoder.step",
+        "seqlab.attention_decoder.AttentionDecoder.attend",
+        "seqlab.attention_decoder.AttentionDecoder.query",
+    )
+    + CONTEXT_DECODER_PARTS
+    + (
+        "seqlab.seq2seq.AttentionSeq2Seq.forward",
+        "seqlab.seq2seq.AttentionSeq2Seq.attention_weights",
+        "seqlab.seq2seq.AttentionSeq2Seq.start_decoding",
+        "seqlab.seq2seq.AttentionSeq2Seq.decode_step",
+    )
+    + GREEDY_REFERENCES
 )
 
 # Exercise 5 (bilinear, dot, scaled dot and cosine scorers): seqlab's four scorers (their ``score`` and
