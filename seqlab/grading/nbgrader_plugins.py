@@ -68,17 +68,41 @@ def _label(cell, index: int) -> str:
     return grade_id or f"#{index + 1}"
 
 
+def _normal(source: str) -> str:
+    return "\n".join(line.rstrip() for line in source.strip().splitlines())
+
+
+def _without_hidden_tests(source: str) -> str:
+    """A test cell as the release shows it: the lines from ``### BEGIN HIDDEN TESTS`` to ``### END HIDDEN
+    TESTS`` left out (the gradebook keeps them)."""
+    kept, hidden = [], False
+    for line in source.splitlines():
+        if "BEGIN HIDDEN TESTS" in line:
+            hidden = True
+        elif "END HIDDEN TESTS" in line:
+            hidden = False
+        elif not hidden:
+            kept.append(line)
+    return "\n".join(kept)
+
+
 class ReviewSubmission(NbGraderPreprocessor):
     """Sanitizing step, after the repairs: the student's cells (answers and their own) that touch the test
     machinery (:func:`seqlab.grading.review.findings`), listed in the notebook's metadata
     (``seqlab.review``) for the score table, the export and the gradebook's flag."""
 
     def preprocess(self, nb, resources):
+        # The exercise's own tests and setup, wherever they turn up (a test copied below itself, or one
+        # whose grade id was deleted, is such a cell as the student's): the course's code, not theirs.
+        with Gradebook(resources["nbgrader"]["db_url"]) as gradebook:
+            exercise = [c for c in exercise_cells(gradebook, resources) if c.locked or c.grade]
+        given = {_normal(form) for c in exercise for form in (c.source, _without_hidden_tests(c.source))}
         listed = []
         for index, cell in enumerate(nb.cells):
             meta = cell.metadata.get("nbgrader", {})
-            if cell.cell_type == "code" and not (meta.get("locked") or meta.get("grade")):
-                listed += [f"cell {_label(cell, index)}, line {line}: {what}" for line, what in findings(cell.source)]
+            if cell.cell_type != "code" or meta.get("locked") or meta.get("grade") or _normal(cell.source) in given:
+                continue
+            listed += [f"cell {_label(cell, index)}, line {line}: {what}" for line, what in findings(cell.source)]
         for item in listed:
             self.log.warning("For review: %s", item)
         nb.metadata.setdefault("seqlab", {})["review"] = listed

@@ -16,9 +16,10 @@ and says where it does what an answer has no reason to do:
 * load a module's code a second time or read its source (``importlib.util.spec_from_file_location``,
   ``runpy``, ``inspect.getsource``, ``__import__``): a copy's functions are new objects, which the guard
   never switches off;
-* import the grading machinery (``seqlab.grading``), or name a reference that the hidden tests switch
-  off (``seqlab.grading.references``: ``from torch import gru_cell`` keeps torch's own cell past the
-  guard, which cannot swap a builtin);
+* import the grading machinery (``seqlab.grading.verdict``, ``seqlab.grading.references``, ...; not the
+  tests' helpers such as ``check_tensor``), or name a reference that the hidden tests switch off (the
+  lists of ``seqlab.grading.references``: ``from torch import gru_cell`` keeps torch's own cell past
+  the guard, which cannot swap a builtin);
 * call torch's internals (``torch._VF``, ``torch._C``, ``torch.ops``, however reached), or a private
   attribute of torch, numpy or seqlab by name (``getattr(torch, "_C")``);
 * name a file outside the notebook's folder (a path that is absolute or climbs with ``..``);
@@ -60,6 +61,9 @@ FUNCTION_INSIDES |= {"__dict__"}
 LOADERS = {"spec_from_file_location", "module_from_spec", "exec_module", "SourceFileLoader", "SourcelessFileLoader"}
 LOADERS |= {"load_module", "run_path", "run_module", "getsource", "getsourcelines", "__import__"}
 LIBRARIES = ("torch", "numpy", "seqlab")
+# seqlab.grading's modules that run the grading (the tests' helpers, check_tensor and disabled, are not)
+GRADING_MACHINERY = {"verdict", "references", "executor", "sandbox", "autograde", "repair", "review"}
+GRADING_MACHINERY |= {"nbgrader_plugins", "class_grading", "cli"}
 INTERNALS = {"_VF", "_C", "ops"}  # torch._VF, torch._C, torch.ops
 FILE_CALLS = {"open", "Path", "PurePath", "listdir", "scandir", "walk", "remove", "unlink", "rename", "replace"}
 FILE_CALLS |= {"rmtree", "copy", "copyfile", "copytree", "move", "glob", "iglob", "chdir", "load", "save", "loadtxt"}
@@ -186,7 +190,7 @@ def findings(source: str) -> list:
             if isinstance(node, ast.ImportFrom) and node.module:
                 imported = [f"{node.module}.{a.name}" for a in node.names] + [node.module]
             for module in imported:
-                if module == "seqlab.grading" or module.startswith("seqlab.grading."):
+                if module.split(".")[:3][-1] in GRADING_MACHINERY and module.startswith("seqlab.grading."):
                     found.append((line, f"imports the grading machinery ({module})"))
                 elif module in switched_off():
                     found.append((line, f"names a reference that the hidden tests switch off ({module})"))
