@@ -19,7 +19,7 @@ import os
 import nbformat
 from nbgrader.api import Gradebook
 from nbgrader.plugins import CsvExportPlugin
-from nbgrader.preprocessors import NbGraderPreprocessor, OverwriteCells
+from nbgrader.preprocessors import ClearHiddenTests, NbGraderPreprocessor, OverwriteCells
 
 from seqlab.grading.executor import add_notes, exercise_cells
 from seqlab.grading.repair import canonical_metadata, missing_cells, repair_metadata
@@ -73,13 +73,14 @@ def _normal(source: str) -> str:
 
 
 def _without_hidden_tests(source: str) -> str:
-    """A test cell as the release shows it: the lines from ``### BEGIN HIDDEN TESTS`` to ``### END HIDDEN
-    TESTS`` left out (the gradebook keeps them)."""
+    """A test cell as the release shows it: the hidden tests' region left out, between nbgrader's own
+    delimiters (the gradebook keeps it)."""
+    delimiters = ClearHiddenTests()
     kept, hidden = [], False
     for line in source.splitlines():
-        if "BEGIN HIDDEN TESTS" in line:
+        if delimiters.begin_test_delimeter in line:
             hidden = True
-        elif "END HIDDEN TESTS" in line:
+        elif delimiters.end_test_delimeter in line:
             hidden = False
         elif not hidden:
             kept.append(line)

@@ -31,6 +31,8 @@ A finding is a reason to look, not a verdict: the score stays what the tests gav
 import ast
 import functools
 
+from seqlab.grading import references
+
 __all__ = ["findings"]
 
 IPYTHON = {
@@ -109,8 +111,6 @@ def _library(parts: list | None, aliases: dict) -> str | None:
 def switched_off() -> frozenset:
     """The dotted names of every reference that a hidden test switches off (the lists of
     :mod:`seqlab.grading.references`); reading them imports nothing."""
-    from seqlab.grading import references
-
     lists = [getattr(references, name) for name in dir(references) if name.endswith("REFERENCES")]
     return frozenset(target for targets in lists if isinstance(targets, tuple) for target in targets)
 
