@@ -10,7 +10,6 @@ Each returns a dict with the trained ``model``, its test figures, its parameter 
 ``seconds`` and the test data (for plots). Everything is generated with the given ``seed``.
 """
 
-
 import torch
 import torch.nn.functional as F
 

@@ -87,6 +87,12 @@ def written_points(nb) -> dict:
     }
 
 
+def written_left_as_stub(nb, release) -> dict:
+    """``{grade_id: points}`` of the written answers that ``nb`` still holds as the release's stub (which
+    autograde scores 0; an answered one waits for the instructor)."""
+    return {gid: p for gid, p in written_points(release).items() if cell(nb, gid).source == cell(release, gid).source}
+
+
 def autograded_score(grades: dict) -> float:
     """The score of ``{grade_id: auto score}``, in which a written answer waiting for the instructor is None."""
     return sum(score for score in grades.values() if score is not None)

@@ -110,6 +110,7 @@ from grading_harness import (
     processes_with,
     run_nbgrader,
     solved,
+    written_left_as_stub,
     written_points,
 )
 from nbgrader.api import Gradebook
@@ -192,7 +193,8 @@ class Exercise:
     def written_scores(self, nb) -> dict:
         """``{grade_id: auto score}`` of the written answers in ``nb``: None (for the instructor to grade)
         once answered, 0 where the answer is still the release's stub."""
-        return {gid: 0.0 if cell(nb, gid).source == cell(self.release, gid).source else None for gid in self.written}
+        stubs = written_left_as_stub(nb, self.release)
+        return {gid: 0.0 if gid in stubs else None for gid in self.written}
 
     def last_unanswered(self):
         nb = self.solved()

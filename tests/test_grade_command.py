@@ -46,6 +46,7 @@ from grading_harness import (
     points_below,
     processes_with,
     solved,
+    written_left_as_stub,
     written_points,
 )
 
@@ -255,10 +256,7 @@ def attempts(tmp_path_factory):
         # the written answers' points that an attempt left as the release's stub: 0 out of them
         "unanswered": {
             kind: sum(
-                p
-                for gid, p in written_points(solution).items()
-                if cell(nbformat.read(folder / f"{kind}.ipynb", as_version=4), gid).source
-                == cell(release(FIRST), gid).source
+                written_left_as_stub(nbformat.read(folder / f"{kind}.ipynb", as_version=4), release(FIRST)).values()
             )
             for kind in kinds
         },
@@ -580,3 +578,12 @@ def test_the_verdict_kernel_stands_in_for_exactly_the_answers_functions(name):
         for k, c in cells.items()
     }
     assert answer_names(stubs) == answers
+
+
+def test_a_stop_refuses_new_gradings_only_while_it_lasts(tmp_path):
+    """Ctrl-C while a folder is graded: no grading starts during the stop, and one may start after it
+    (a Python session that grades again after an interrupt)."""
+    with autograde.stopping():
+        with pytest.raises(autograde.GradingFailed, match="was not started"):
+            autograde._run_nbgrader(tmp_path, FIRST, tmp_path / f"{FIRST}.ipynb", 1, 1, None)
+    assert not autograde._stopping.is_set()

@@ -18,6 +18,7 @@
 Nothing is written anywhere else: not in the course, not next to the notebook (the feedback aside).
 """
 
+import contextlib
 import json
 import os
 import re
@@ -376,13 +377,19 @@ _children_lock = threading.Lock()
 _stopping = threading.Event()
 
 
-def stop_all() -> None:
-    """Stop every grading process and refuse to start another (Ctrl-C while grading a folder)."""
+@contextlib.contextmanager
+def stopping():
+    """Stop every grading process, and start no other until the block ends (Ctrl-C while grading a
+    folder: the block waits for the threads to unwind); then grading may start again."""
     _stopping.set()
-    with _children_lock:
-        children = list(_children)
-    for child in children:
-        _stop(child)
+    try:
+        with _children_lock:
+            children = list(_children)
+        for child in children:
+            _stop(child)
+        yield
+    finally:
+        _stopping.clear()
 
 
 def _run_nbgrader(course: Path, exercise: str, notebook: Path, timeout: int, total: int, log) -> dict:

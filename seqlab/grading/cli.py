@@ -200,7 +200,7 @@ def grade_all(notebooks: list, args, jobs: int) -> list:
     """Grade ``notebooks``, ``jobs`` at a time; each one's output printed whole, in order. Their exit statuses.
 
     Each grading is a process (autograde's); a thread waits for each one. On Ctrl-C or SIGTERM the main
-    thread stops them all (autograde.stop_all) and waits for the threads, which remove their temporary
+    thread stops them all (autograde.stopping) and waits for the threads, which remove their temporary
     courses as they unwind."""
     separator = "\n" + "-" * 100 + "\n"
     if jobs <= 1:
@@ -231,8 +231,9 @@ def grade_all(notebooks: list, args, jobs: int) -> list:
         except BaseException:
             for future in futures:
                 future.cancel()
-            autograde.stop_all()
-            raise  # the pool's exit waits for the threads: their gradings are stopped, their folders removed
+            with autograde.stopping():
+                pool.shutdown(wait=True)  # the threads unwind: their gradings stopped, their folders removed
+            raise
     return statuses
 
 

@@ -29,7 +29,6 @@ A finding is a reason to look, not a verdict: the score stays what the tests gav
 """
 
 import ast
-import functools
 
 from seqlab.grading import references
 
@@ -107,12 +106,14 @@ def _library(parts: list | None, aliases: dict) -> str | None:
     return ".".join([root, *parts[1:]])
 
 
-@functools.cache
-def switched_off() -> frozenset:
-    """The dotted names of every reference that a hidden test switches off (the lists of
-    :mod:`seqlab.grading.references`); reading them imports nothing."""
-    lists = [getattr(references, name) for name in dir(references) if name.endswith("REFERENCES")]
-    return frozenset(target for targets in lists if isinstance(targets, tuple) for target in targets)
+# The dotted names of every reference that a hidden test switches off (the lists of
+# seqlab.grading.references).
+SWITCHED_OFF = frozenset(
+    target
+    for name in dir(references)
+    if name.endswith("REFERENCES") and isinstance(getattr(references, name), tuple)
+    for target in getattr(references, name)
+)
 
 
 def _outside(value) -> bool:
@@ -138,7 +139,7 @@ def findings(source: str) -> list:
         name = _library(parts, aliases)
         if name and name.startswith("torch.") and INTERNALS & set(name.split(".")[1:]):
             found.append((line, f"calls torch's internals ({name})"))
-        if name and name in switched_off():
+        if name and name in SWITCHED_OFF:
             found.append((line, f"names a reference that the hidden tests switch off ({name})"))
         if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign | ast.Delete):
             targets = node.targets if isinstance(node, ast.Assign | ast.Delete) else [node.target]
@@ -192,7 +193,7 @@ def findings(source: str) -> list:
             for module in imported:
                 if module.split(".")[:3][-1] in GRADING_MACHINERY and module.startswith("seqlab.grading."):
                     found.append((line, f"imports the grading machinery ({module})"))
-                elif module in switched_off():
+                elif module in SWITCHED_OFF:
                     found.append((line, f"names a reference that the hidden tests switch off ({module})"))
             if any((m or "").split(".")[0] in ("ctypes", "gc") for m in modules):
                 found.append(
