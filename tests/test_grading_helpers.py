@@ -553,6 +553,25 @@ def test_tensors_cross_from_the_students_kernel_unchanged(tensor):
     assert torch.equal(received, tensor)
 
 
+def test_the_verdict_kernel_compares_tensors_without_importing_torch_distributed():
+    """torch's first ``assert_close`` imports torch.distributed.tensor (half a second) to look for DTensors;
+    the verdict kernel, whose tensors are all plain, skips that and still compares. A fresh interpreter."""
+    code = (
+        "import sys, torch\n"
+        "from torch.testing import assert_close\n"
+        "from seqlab.grading.verdict import install_answers\n"
+        "install_answers({}, [], 'answers.sock')\n"
+        "assert_close(torch.ones(2), torch.ones(2))\n"
+        "try:\n"
+        "    assert_close(torch.ones(2), torch.zeros(2))\n"
+        "except AssertionError:\n"
+        "    print('told apart')\n"
+        "print('torch.distributed.tensor' in sys.modules)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=240)
+    assert result.stdout == "told apart\nFalse\n", result.stderr[-3000:]
+
+
 # Ways around the guard that a hostile student found (issue 13's review of the new tasks): each earned a
 # task's points with borrowed code; review.findings must list each for the instructor.
 AROUND_THE_GUARD = {

@@ -478,5 +478,18 @@ def finish(path: str) -> None:
 
 def install_answers(namespace: dict, names: list, path: str) -> None:
     """Bind each answer's name in the verdict kernel's namespace to an :class:`Answer`."""
+    _compare_plain_tensors_only()
     for name in names:
         namespace[name] = Answer(name, path)
+
+
+def _compare_plain_tensors_only() -> None:
+    """Spare the verdict kernel the DTensor check of ``torch.testing.assert_close``.
+
+    Since torch 2.13, the first ``assert_close`` imports ``torch.distributed.tensor`` (and sympy with it)
+    to unwrap DTensors: 0.48 s of CPU, a tenth of what grading one notebook costs. Every tensor here is a
+    plain one, the tests' own or an answer's rebuilt from its bytes, so the check can never apply; a torch
+    without the flag is left as it is."""
+    comparison = sys.modules.get("torch.testing._comparison")
+    if getattr(comparison, "_HAS_DTENSOR", False):
+        comparison._HAS_DTENSOR = False
