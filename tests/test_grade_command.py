@@ -587,3 +587,29 @@ def test_a_stop_refuses_new_gradings_only_while_it_lasts(tmp_path):
         with pytest.raises(autograde.GradingFailed, match="was not started"):
             autograde._run_nbgrader(tmp_path, FIRST, tmp_path / f"{FIRST}.ipynb", 1, 1, None)
     assert not autograde._stopping.is_set()
+
+
+def test_a_folder_reuses_a_grading_process_only_after_a_grading_that_worked(tmp_path):
+    """Inside ``reusing_processes`` (``seqlab grade FOLDER``), the process that graded a notebook grades
+    the next one; a process whose grading failed is stopped, and the next notebook gets a new one; none
+    outlives the block. Each grading is still right on its own."""
+    solution = nbformat.read(ROOT / "solutions" / FIRST / f"{FIRST}.ipynb", as_version=4)
+    notebook = tmp_path / f"{FIRST}.ipynb"
+    nbformat.write(solved(release(FIRST), solution), notebook)
+    full = sum(graded_points(solution).values())
+    (tmp_path / "broken").mkdir()
+    broken = course_copy(tmp_path / "broken")  # nbgrader fails in it: a preprocessor that does not exist
+    with open(broken / "nbgrader_config.py", "a") as config:
+        config.write('\nc.Autograde.autograde_preprocessors = ["no_such_module.Preprocessor"]\n')
+    with autograde.reusing_processes():
+        assert autograde.grade(notebook, course=ROOT).earned == full
+        (first,) = autograde._idle
+        assert autograde.grade(notebook, course=ROOT).earned == full
+        assert autograde._idle == [first] and first.poll() is None, "the second notebook got a new process"
+        with pytest.raises(autograde.GradingFailed, match="nbgrader failed"):
+            autograde.grade(notebook, course=broken)
+        assert autograde._idle == [] and first.poll() is not None, "a process whose grading failed was kept"
+        assert autograde.grade(notebook, course=ROOT).earned == full
+        (second,) = autograde._idle
+        assert second is not first
+    assert second.poll() is not None and autograde._idle == [] and autograde._children == set()

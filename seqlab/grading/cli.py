@@ -186,7 +186,8 @@ def grade_command(args) -> int:
         if not notebooks:
             print(f"seqlab grade: refused: {args.notebook} holds no notebook", file=sys.stderr)
             return autograde.EXIT_REFUSED
-        return max(grade_all(notebooks, args, jobs=min(args.jobs or default_jobs(), len(notebooks))))
+        with autograde.reusing_processes():  # nbgrader imported once per process, not once per notebook
+            return max(grade_all(notebooks, args, jobs=min(args.jobs or default_jobs(), len(notebooks))))
     return grade_one(args.notebook, args)
 
 
