@@ -11,7 +11,7 @@ hostile answers that the tests already generate, each with its expected score:
   the solutions, vandalising the course, a 50 MB line, damaged metadata, a function that ends the
   kernel, an input transformer, no-op checks, the references' guard replaced); the infinite loop and the
   loop that swallows its interrupt are left out (they measure ``c.Execute.timeout``, not grading);
-* from tests/test_buggy_answers.py (``BUGS``): realistic bugs in exercises 7 and 8, which must score
+* from tests/test_buggy_ex07.py and test_buggy_ex08.py (``BUGS``): realistic bugs in exercises 7 and 8, which must score
   below full marks with the tests named there failing (other tests may fail too: no exact score).
 
 Each run grades a fresh copy of the class (its own folder and PostgreSQL database, the release made by
@@ -42,12 +42,17 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT / "tests"))  # the tests' generators of answers, and their PostgreSQL server
 
 import nbformat  # noqa: E402
+import test_buggy_ex07  # noqa: E402
+import test_buggy_ex08  # noqa: E402
+from buggy_answers import with_bug  # noqa: E402
 from grading_harness import BIN, KINDS, ON_THE_COURSE, SANDBOX_MISSING, gradebook_scores, nbgrader  # noqa: E402
 from postgres_server import postgres_server, query  # noqa: E402
 from postgres_server import unavailable as postgres_unavailable  # noqa: E402
-from test_buggy_answers import BUGS, with_bug  # noqa: E402
 from test_class_cycle import EXERCISES, Exercise  # noqa: E402
 
+# The realistic bugs of exercises 7 and 8: {name: (exercise, Bug)}.
+BUGS = {name: ("ex07_attention_pooling", bug) for name, bug in test_buggy_ex07.BUGS.items()}
+BUGS |= {name: ("ex08_multihead_attention", bug) for name, bug in test_buggy_ex08.BUGS.items()}
 ENV = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
 # (what, kind): correct, partly wrong, hostile; "the late tests" are those below the last answer cell
 CORRECT, PARTLY, HOSTILE = "correct", "wrong or partly wrong", "hostile or damaged"
@@ -61,7 +66,7 @@ EXPECTED = {
 
 def the_class(quick: bool = False) -> list:
     """``[(student, exercise, kind, category)]``: who hands in what (kind: a student of
-    test_class_cycle's table, a kind of grading_harness.KINDS, or a bug of test_buggy_answers)."""
+    test_class_cycle's table, a kind of grading_harness.KINDS, or a bug of test_buggy_ex07 or ex08)."""
     if quick:
         return [
             ("perfect", EXERCISES[0], "perfect", CORRECT),
@@ -73,7 +78,7 @@ def the_class(quick: bool = False) -> list:
     hands_in += [("untouched", ex, "untouched", PARTLY) for ex in EXERCISES[4:]]
     for i, kind in enumerate(["syntax", "crash", "deleted", "edited"]):
         hands_in += [(kind, EXERCISES[(2 * i + j) % len(EXERCISES)], kind, PARTLY) for j in (0, 1)]
-    hands_in += [(f"bug_{name}", bug.exercise, name, PARTLY) for name, bug in BUGS.items()]
+    hands_in += [(f"bug_{name}", exercise, name, PARTLY) for name, (exercise, _) in BUGS.items()]
     hands_in += [("always_eq", ex, "always_eq", HOSTILE) for ex in EXERCISES[::2]]
     # the loop that swallows its interrupt is left out, as the infinite loop is: it runs c.Execute.timeout
     kinds = [k for k in KINDS if k != "swallows" and not (SANDBOX_MISSING and k in ON_THE_COURSE)]
@@ -87,7 +92,8 @@ def expectation(ex: Exercise, kind: str):
     """(notebook, expected): ``{grade_id: auto score}`` for an exact score, or a bug's set of test cells
     that must fail."""
     if kind in BUGS:
-        return with_bug(ex.release, ex.solution, BUGS[kind]), BUGS[kind].must_fail
+        _, bug = BUGS[kind]
+        return with_bug(ex.release, ex.solution, bug), bug.must_fail
     return ex.submission(kind)
 
 
@@ -162,8 +168,7 @@ def main(argv=None) -> None:
         for name in EXERCISES:
             shutil.copytree(ROOT / "solutions" / name, template / "solutions" / name)
         shutil.copy2(ROOT / "nbgrader_config.py", template)
-        for name in EXERCISES:  # the releases (in a sqlite gradebook of the template's own)
-            nbgrader(template, "generate_assignment", name, "--force")
+        nbgrader(template, "generate_assignment", "*", "--force")  # the releases, in a sqlite gradebook of its own
         exercises = {name: Exercise(template, name) for name in EXERCISES}
         for round_ in range(args.rounds):
             for jobs in args.jobs:
