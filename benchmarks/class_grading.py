@@ -45,7 +45,15 @@ import nbformat  # noqa: E402
 import test_buggy_ex07  # noqa: E402
 import test_buggy_ex08  # noqa: E402
 from buggy_answers import with_bug  # noqa: E402
-from grading_harness import BIN, KINDS, ON_THE_COURSE, SANDBOX_MISSING, gradebook_scores, nbgrader  # noqa: E402
+from grading_harness import (  # noqa: E402
+    BIN,
+    KINDS,
+    ON_THE_COURSE,
+    SANDBOX_MISSING,
+    autograded_score,
+    gradebook_scores,
+    nbgrader,
+)
 from postgres_server import postgres_server, query  # noqa: E402
 from postgres_server import unavailable as postgres_unavailable  # noqa: E402
 from test_class_cycle import EXERCISES, Exercise  # noqa: E402
@@ -94,7 +102,8 @@ def expectation(ex: Exercise, kind: str):
     if kind in BUGS:
         _, bug = BUGS[kind]
         return with_bug(ex.release, ex.solution, bug), bug.must_fail
-    return ex.submission(kind)
+    nb, expected = ex.submission(kind)
+    return nb, expected | ex.written_scores(nb)  # a written answer: None for the instructor, 0 left as the stub
 
 
 def outcome_of(kind: str) -> str:
@@ -115,7 +124,7 @@ def agrees(expected, graded) -> bool:
     if isinstance(expected, set):  # a bug: below full marks, its tests failing
         failing = {gid for gid, (auto, _) in grades.items() if auto == 0}
         return score < max_score and expected <= failing
-    return {gid: auto for gid, (auto, _) in grades.items()} == expected and score == sum(expected.values())
+    return {gid: auto for gid, (auto, _) in grades.items()} == expected and score == autograded_score(expected)
 
 
 def make_course(folder: Path, db_url: str, submissions: list, exercises: dict) -> dict:
@@ -126,7 +135,7 @@ def make_course(folder: Path, db_url: str, submissions: list, exercises: dict) -
     needed = sorted({exercise for _, exercise, _, _ in submissions})
     for name in needed:
         shutil.copytree(ROOT / "solutions" / name, folder / "solutions" / name)
-        nbgrader(folder, "generate_assignment", name, "--force")
+    nbgrader(folder, "generate_assignment", "*", "--force")
     expected = {}
     for student, exercise, kind, _ in submissions:
         nb, expected[exercise, student] = expectation(exercises[exercise], kind)
