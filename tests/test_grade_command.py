@@ -18,6 +18,7 @@ in-process.
 
 import json
 import os
+import resource
 import shutil
 import signal
 import subprocess
@@ -590,25 +591,40 @@ def test_a_stop_refuses_new_gradings_only_while_it_lasts(tmp_path):
 
 
 def test_a_folder_reuses_a_grading_process_only_after_a_grading_that_worked(tmp_path):
-    """Inside ``reusing_processes`` (``seqlab grade FOLDER``), the process that graded a notebook grades
-    the next one; a process whose grading failed is stopped, and the next notebook gets a new one; none
-    outlives the block. Each grading is still right on its own."""
+    """Inside ``reusing_processes`` (``seqlab grade FOLDER``), the process that graded a notebook grades the
+    next one of the same course (a course's configuration runs in it); a process whose grading failed is
+    stopped, one killed while it waited is not used again, and none outlives the block. Each grading is
+    still right, in a session that holds many files open (past the 1023 that select.select can watch)."""
     solution = nbformat.read(ROOT / "solutions" / FIRST / f"{FIRST}.ipynb", as_version=4)
     notebook = tmp_path / f"{FIRST}.ipynb"
     nbformat.write(solved(release(FIRST), solution), notebook)
     full = sum(graded_points(solution).values())
-    (tmp_path / "broken").mkdir()
-    broken = course_copy(tmp_path / "broken")  # nbgrader fails in it: a preprocessor that does not exist
-    with open(broken / "nbgrader_config.py", "a") as config:
-        config.write('\nc.Autograde.autograde_preprocessors = ["no_such_module.Preprocessor"]\n')
-    with autograde.reusing_processes():
-        assert autograde.grade(notebook, course=ROOT).earned == full
-        (first,) = autograde._idle
-        assert first.poll() is None, "the process that graded the first notebook did not wait for the next"
-        with pytest.raises(autograde.GradingFailed, match="nbgrader failed"):
-            autograde.grade(notebook, course=broken)  # in the same process, which is then stopped
-        assert autograde._idle == [] and first.poll() is not None, "a process whose grading failed was kept"
-        assert autograde.grade(notebook, course=ROOT).earned == full
-        (second,) = autograde._idle
-        assert second is not first
-    assert second.poll() is not None and autograde._idle == [] and autograde._children == set()
+    (tmp_path / "course").mkdir()
+    course = course_copy(tmp_path / "course")
+    config = (course / "nbgrader_config.py").read_text()
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    many = 2048 if hard == resource.RLIM_INFINITY else min(hard, 2048)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, many), hard))
+    held = [open(os.devnull) for _ in range(max(0, min(many - 64, 1100)))]
+    try:
+        with autograde.reusing_processes():
+            assert autograde.grade(notebook, course=course).earned == full
+            (first,) = autograde._idle
+            assert autograde.grade(notebook, course=ROOT).earned == full  # another course: another process
+            (other,) = [p for p in autograde._idle if p is not first]
+            assert first in autograde._idle and first.poll() is None, "the first process did not wait"
+            # nbgrader fails in the course (a preprocessor that does not exist), in the process that waited
+            (course / "nbgrader_config.py").write_text(config + '\nc.Autograde.autograde_preprocessors = ["no.Such"]\n')
+            with pytest.raises(autograde.GradingFailed, match="nbgrader failed"):
+                autograde.grade(notebook, course=course)
+            assert autograde._idle == [other] and first.poll() is not None, "a process whose grading failed was kept"
+            os.kill(other.popen.pid, signal.SIGKILL)  # killed from outside while it waits
+            other.popen.wait()
+            assert autograde.grade(notebook, course=ROOT).earned == full
+            (last,) = autograde._idle
+            assert last is not other
+    finally:
+        for file in held:
+            file.close()
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert last.poll() is not None and autograde._idle == [] and autograde._children == set()

@@ -23,7 +23,7 @@ import contextlib
 import json
 import os
 import re
-import select
+import selectors
 import shutil
 import signal
 import subprocess
@@ -324,7 +324,7 @@ def grade(path, course=None, timeout: int | None = None, log=None, announce=None
         shutil.copy(root / "nbgrader_config.py", tmp / "nbgrader_config.py")
         (tmp / "solutions" / exercise.name).mkdir(parents=True)
         shutil.copy(source, tmp / "solutions" / exercise.name / f"{exercise.name}.ipynb")
-        result = _run_nbgrader(tmp, exercise.name, path, timeout, timeout * cells, log)
+        result = _run_nbgrader(tmp, exercise.name, path, timeout, timeout * cells, log, root=root)
         graded = nbformat.read(result["autograded"], as_version=4)
         report = Report(exercise.name, path, exercise.solution is not None, _tasks(graded, result["grades"]))
         report.notes = _notes(graded, result)
@@ -390,9 +390,12 @@ def stopping():
     _stopping.set()
     try:
         with _children_lock:
-            children = list(_children)
-        for child in children:
+            idle, busy = list(_idle), [child for child in _children if child not in _idle]
+        for child in idle:
             _stop(child)
+        for child in busy:  # the thread that waits for its answer wakes up, and closes its pipes
+            _forget(child)
+            child.stop(close=False)
         yield
     finally:
         _stopping.clear()
@@ -415,30 +418,101 @@ def reusing_processes():
             _close(process)
 
 
-def _grading_process() -> subprocess.Popen:
-    """An idle grading process, or a new one (:func:`_serve`); refused while grading is being stopped."""
-    with _children_lock:
-        if _stopping.is_set():
-            raise GradingFailed("grading is being stopped")
-        if _idle:
-            return _idle.pop()
+class _GradingProcess:
+    """A grading process (:func:`_serve`), the course folder it grades for, and a file that keeps what it
+    prints outside a grading (an error before its first request, a crash)."""
+
+    def __init__(self, root: str | None):
+        self.root = root
+        self.errors = tempfile.TemporaryFile()
+        self.printed = []  # its lines in ``errors``, read when it is stopped
         bin_dir = str(Path(sys.executable).parent)  # nbgrader runs `alembic` as a program
         env = dict(os.environ, PATH=bin_dir + os.pathsep + os.environ.get("PATH", ""), PYTHONDONTWRITEBYTECODE="1")
         # A session of its own: Ctrl-C in the terminal reaches this process only, which stops the child.
-        process = subprocess.Popen(
+        self.popen = subprocess.Popen(
             [sys.executable, "-m", "seqlab.grading.autograde"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
+            stderr=self.errors,
             cwd="/",
             env=env,
             start_new_session=True,
         )
+
+    def poll(self) -> int | None:
+        return self.popen.poll()
+
+    def ask(self, request: list, seconds: float):
+        """Send one request. Returns the exit status that the process answers with, ``"late"`` past
+        ``seconds``, or ``None`` if it ended (or was stopped) without answering."""
+        try:
+            self.popen.stdin.write((json.dumps(request) + "\n").encode())
+            self.popen.stdin.flush()
+            with selectors.DefaultSelector() as selector:  # select.select fails on descriptors past 1023
+                selector.register(self.popen.stdout, selectors.EVENT_READ)
+                if not selector.select(seconds):
+                    return "late"
+            line = self.popen.stdout.readline()
+        except (OSError, ValueError):  # stopped (Ctrl-C) before or while it was asked: its pipes are closed
+            return None
+        return int(line) if line.strip().isdigit() else None
+
+    def failure(self) -> str:
+        """How the process ended without answering, and the last lines it printed outside a grading
+        (once it is stopped)."""
+        code = self.popen.returncode
+        how = f"killed by signal {-code}" if code < 0 else f"exit status {code}"
+        return "\n".join([f"the grading process ended without answering ({how})", *self.printed[-25:]])
+
+    def close(self) -> None:
+        """No more notebooks: it exits at once, or is stopped if it does not."""
+        try:
+            self.popen.stdin.close()
+            self.popen.wait(timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        self.stop()
+
+    def stop(self, close: bool = True) -> None:
+        """SIGTERM (it stops its kernel), then SIGKILL; then its pipes and its file closed, unless another
+        thread still reads them (``close=False``)."""
+        if self.popen.poll() is None:
+            try:
+                os.killpg(self.popen.pid, signal.SIGTERM)
+                self.popen.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.popen.pid, signal.SIGKILL)
+                self.popen.wait()
+            except ProcessLookupError:
+                self.popen.wait()
+        if not close or self.errors.closed:
+            return
+        self.errors.seek(0)
+        self.printed = self.errors.read().decode(errors="replace").strip().splitlines()
+        for stream in (self.popen.stdin, self.popen.stdout, self.errors):
+            with contextlib.suppress(OSError):
+                stream.close()
+
+
+def _grading_process(root: str | None) -> _GradingProcess:
+    """An idle grading process that graded for the course ``root`` (a course's configuration runs in the
+    process), or a new one; refused while grading is being stopped."""
+    with _children_lock:
+        if _stopping.is_set():
+            raise GradingFailed("grading is being stopped")
+        for process in list(_idle):
+            if process.poll() is not None:  # it died while it waited (killed from outside): not used again
+                _idle.remove(process)
+                _children.discard(process)
+            elif process.root == root:
+                _idle.remove(process)
+                return process
+        process = _GradingProcess(root)
         _children.add(process)
         return process
 
 
-def _done_with(process: subprocess.Popen, status) -> None:
+def _done_with(process: _GradingProcess, status) -> None:
     """After a grading: keep ``process`` for the next notebook inside :func:`reusing_processes`, end it
     when it graded its last one, stop it when it failed, ran late or was interrupted."""
     with _children_lock:
@@ -451,38 +525,40 @@ def _done_with(process: subprocess.Popen, status) -> None:
         _stop(process)
 
 
-def _close(process: subprocess.Popen) -> None:
-    """End a grading process: no more notebooks (it exits at once), or stopped if it does not."""
-    try:
-        process.stdin.close()
-        process.wait(timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        pass
-    _stop(process)
+def _close(process: _GradingProcess) -> None:
+    _forget(process)
+    process.close()
 
 
-def _run_nbgrader(course: Path, exercise: str, notebook: Path, timeout: int, total: int, log) -> dict:
+def _stop(process: _GradingProcess) -> None:
+    _forget(process)
+    process.stop()
+
+
+def _forget(process: _GradingProcess) -> None:
+    with _children_lock:
+        _children.discard(process)
+        if process in _idle:
+            _idle.remove(process)
+
+
+def _run_nbgrader(course: Path, exercise: str, notebook: Path, timeout: int, total: int, log, root=None) -> dict:
     """Grade with :func:`_nbgrader_steps` in a grading process, nbgrader's log in ``course/nbgrader.log``.
 
     The notebook gets ``total`` seconds; nbgrader itself, some more. Past that, or when this process is
     interrupted (Ctrl-C, SIGTERM), the grading process is stopped, and so is its kernel: a sandboxed
     kernel dies with the process that started it, a kernel without a sandbox is stopped by that process
     when it gets SIGTERM. The temporary course, with the kernel's connection file, goes with the caller's
-    temporary folder.
+    temporary folder. ``root``, the course graded for, decides which idle process may grade it.
     """
     limit = total + NBGRADER_SECONDS
     try:
-        process = _grading_process()
+        process = _grading_process(None if root is None else str(root))
     except GradingFailed as refused:
         raise GradingFailed(f"grading {notebook} was not started: {refused}") from None
     status = None
     try:
-        request = [str(course), exercise, str(notebook.resolve()), timeout, total]
-        process.stdin.write((json.dumps(request) + "\n").encode())
-        process.stdin.flush()
-        status = _reply(process, limit)
-    except OSError:  # the process was stopped (Ctrl-C) before or while it was asked
-        pass
+        status = process.ask([str(course), exercise, str(notebook.resolve()), timeout, total], limit)
     finally:
         _done_with(process, status)
     log_file = course / "nbgrader.log"
@@ -492,42 +568,13 @@ def _run_nbgrader(course: Path, exercise: str, notebook: Path, timeout: int, tot
     result_file = course / "result.json"
     if status == "late":
         raise GradingFailed(f"grading {notebook} took longer than {limit} s and was stopped")
+    if status is None:
+        tail = "\n".join(text.strip().splitlines()[-25:])
+        raise GradingFailed(f"nbgrader failed to grade {notebook}: {process.failure()}\n{tail}".rstrip())
     if status != 0 or not result_file.is_file():
         tail = "\n".join(text.strip().splitlines()[-25:])
-        code = process.returncode if status is None else status
-        raise GradingFailed(f"nbgrader failed to grade {notebook} (exit status {code}):\n{tail}")
+        raise GradingFailed(f"nbgrader failed to grade {notebook} (exit status {status}):\n{tail}")
     return json.loads(result_file.read_text())
-
-
-def _reply(process: subprocess.Popen, seconds: float):
-    """The exit status that the grading process answers with; ``"late"`` past ``seconds``; ``None`` if it
-    ended without answering."""
-    ready, _, _ = select.select([process.stdout], [], [], seconds)
-    if not ready:
-        return "late"
-    line = process.stdout.readline()
-    if not line:
-        process.wait()
-        return None
-    return int(line)
-
-
-def _stop(child: subprocess.Popen) -> None:
-    """Stop a grading process if it still runs: SIGTERM (it stops its kernel), then SIGKILL."""
-    with _children_lock:
-        _children.discard(child)
-        if child in _idle:
-            _idle.remove(child)
-    if child.poll() is not None:
-        return
-    try:
-        os.killpg(child.pid, signal.SIGTERM)
-        child.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        os.killpg(child.pid, signal.SIGKILL)
-        child.wait()
-    except ProcessLookupError:
-        child.wait()
 
 
 def alembic_head() -> str:
@@ -723,7 +770,10 @@ def _serve(requests, replies) -> int:
 
 
 def _in_course(course: Path, exercise: str, notebook: Path, timeout: int, total: int) -> int:
-    """:func:`_nbgrader_steps` in ``course``, everything printed (kernels included) in its ``nbgrader.log``."""
+    """:func:`_nbgrader_steps` in ``course``, everything printed (kernels included) in its ``nbgrader.log``.
+
+    Python's warnings start afresh for each notebook (a warning shown once per place is shown in each
+    notebook's log, not in the first one's only)."""
     sys.stdout.flush()
     sys.stderr.flush()
     with open(course / "nbgrader.log", "wb") as log, open(os.devnull, "wb") as nothing:
@@ -731,8 +781,9 @@ def _in_course(course: Path, exercise: str, notebook: Path, timeout: int, total:
         os.dup2(log.fileno(), 2)
         os.chdir(course)
         try:
-            return _nbgrader_steps(course, exercise, notebook, timeout, total)
-        except Exception:  # nbgrader's failure, whatever it is, goes to the log and its status to the caller
+            with warnings.catch_warnings():
+                return _nbgrader_steps(course, exercise, notebook, timeout, total)
+        except (Exception, SystemExit):  # nbgrader's failure, whatever it is: to the log, its status to the caller
             traceback.print_exc()
             return 1
         finally:
@@ -745,8 +796,10 @@ def _in_course(course: Path, exercise: str, notebook: Path, timeout: int, total:
 
 if __name__ == "__main__":  # the grading process that _grading_process starts
     signal.signal(signal.SIGTERM, _terminate)
-    replies = os.fdopen(os.dup(1), "w")  # the answers; what runs in a course writes to its log instead
-    try:
-        sys.exit(_serve(sys.stdin, replies))
-    except KeyboardInterrupt:
-        sys.exit(130)
+    # The answers go to the caller on the first standard output; what runs in a course writes to its log.
+    with os.fdopen(os.dup(1), "w") as answers:
+        try:
+            status = _serve(sys.stdin, answers)
+        except KeyboardInterrupt:
+            status = 130
+    sys.exit(status)

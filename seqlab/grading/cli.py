@@ -200,9 +200,10 @@ def default_jobs() -> int:
 def grade_all(notebooks: list, args, jobs: int) -> list:
     """Grade ``notebooks``, ``jobs`` at a time; each one's output printed whole, in order. Their exit statuses.
 
-    Each grading is a process (autograde's); a thread waits for each one. On Ctrl-C or SIGTERM the main
-    thread stops them all (autograde.stopping) and waits for the threads, which remove their temporary
-    courses as they unwind."""
+    Each grading runs in one of autograde's grading processes, which grade one notebook after another
+    (autograde.reusing_processes); a thread waits for each grading. On Ctrl-C or SIGTERM the main thread
+    stops them all (autograde.stopping) and waits for the threads, which remove their temporary courses as
+    they unwind."""
     separator = "\n" + "-" * 100 + "\n"
     if jobs <= 1:
         statuses = []
