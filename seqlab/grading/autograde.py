@@ -500,16 +500,16 @@ def _grading_process(root: str | None) -> _GradingProcess:
     with _children_lock:
         if _stopping.is_set():
             raise GradingFailed("grading is being stopped")
-        for process in list(_idle):
-            if process.poll() is not None:  # it died while it waited (killed from outside): not used again
-                _idle.remove(process)
-                _children.discard(process)
-            elif process.root == root:
-                _idle.remove(process)
-                return process
-        process = _GradingProcess(root)
-        _children.add(process)
-        return process
+        dead = [idle for idle in _idle if idle.poll() is not None]  # killed from outside while it waited
+        process = next((idle for idle in _idle if idle.root == root and idle not in dead), None)
+        if process is not None:
+            _idle.remove(process)
+        else:
+            process = _GradingProcess(root)
+            _children.add(process)
+    for idle in dead:
+        _stop(idle)  # not used again; its pipes closed
+    return process
 
 
 def _done_with(process: _GradingProcess, status) -> None:
@@ -568,11 +568,10 @@ def _run_nbgrader(course: Path, exercise: str, notebook: Path, timeout: int, tot
     result_file = course / "result.json"
     if status == "late":
         raise GradingFailed(f"grading {notebook} took longer than {limit} s and was stopped")
+    tail = "\n".join(text.strip().splitlines()[-25:])
     if status is None:
-        tail = "\n".join(text.strip().splitlines()[-25:])
         raise GradingFailed(f"nbgrader failed to grade {notebook}: {process.failure()}\n{tail}".rstrip())
     if status != 0 or not result_file.is_file():
-        tail = "\n".join(text.strip().splitlines()[-25:])
         raise GradingFailed(f"nbgrader failed to grade {notebook} (exit status {status}):\n{tail}")
     return json.loads(result_file.read_text())
 
