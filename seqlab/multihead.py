@@ -2,14 +2,17 @@
 
 Chapter 4's attention had a decoder state as the query and the encoder states as keys and values, each
 used as they were. Vaswani et al. (2017) project all three first, and do it several times in parallel:
-each **head** h has its own projections and attends on its own, with chapter 5's scaled dot product::
+each **head** m of the M heads has its own projections and attends on its own, with chapter 5's scaled
+dot product (the book's notation: M heads, m = 1, ..., M; the values are Val, since V is the vocabulary
+size)::
 
-    Q_h = query W_Q_h,  K_h = key W_K_h,  V_h = value W_V_h        (B, T, d), (B, S, d), (B, S, d)
-    weights_h = masked_softmax(Q_h K_hᵀ / √d, mask)                 (B, T, S)
-    head_h = weights_h V_h                                          (B, T, d)
-    output = [head_1; ...; head_n] W_O + b_O                        (B, T, E)
+    Q_m = query W_Q_m,  K_m = key W_K_m,  Val_m = value W_V_m       (B, T, d), (B, S, d), (B, S, d)
+    weights_m = masked_softmax(Q_m K_mᵀ / √d, mask)                 (B, T, S)
+    head_m = weights_m Val_m                                        (B, T, d)
+    output = [head_1; ...; head_M] W_O + b_O                        (B, T, E)
 
-with ``d = E / num_heads``. When query, key and value are the same sequence it is **self-attention**.
+with ``d = E / M`` (``M = num_heads``). When query, key and value are the same sequence it is
+**self-attention**.
 
 :class:`MultiHeadAttention` keeps torch.nn.MultiheadAttention's parameter names and layout, so that
 ``ours.load_state_dict(torch.nn.MultiheadAttention(E, n, batch_first=True).state_dict())`` works and
@@ -29,7 +32,9 @@ __all__ = ["MultiHeadAttention", "causal_mask"]
 
 
 def causal_mask(T: int, S: int | None = None, device=None) -> Tensor:
-    """The decoder's mask: query ``t`` may look at keys ``0..t`` (itself and the past), never ahead.
+    """The decoder's mask: query ``t`` may look at keys ``1..t`` (itself and the past), never ahead.
+
+    Positions are counted from 1 here, as in the book; in the tensor they are rows and columns ``0..T-1``.
 
     Args:
         T: the number of queries, the last ``T`` of the ``S`` positions.
@@ -62,25 +67,27 @@ class MultiHeadAttention(nn.Module):
     r"""Multi-head scaled dot-product attention, batch-first, with a mask that is True at real keys.
 
     .. math::
-        \text{head}_h = \operatorname{softmax}\!\big(Q W_Q^h (K W_K^h)^\top / \sqrt{d}\big)\, V W_V^h,
-        \qquad \text{output} = [\text{head}_1; \dots; \text{head}_n]\, W_O + b_O
+        \text{head}_m = \operatorname{softmax}\!\big(\text{query}\, W_{Q,m}
+            (\text{key}\, W_{K,m})^\top / \sqrt{d}\big)\, \text{value}\, W_{V,m},
+        \qquad \text{output} = [\text{head}_1; \dots; \text{head}_M]\, W_O + b_O
 
     The parameters have torch.nn.MultiheadAttention's names and shapes: ``in_proj_weight`` ``(3E, E)``
-    stacks :math:`W_Q, W_K, W_V` (each ``(E, E)``, rows ``h*d .. (h+1)*d`` of each belonging to head h),
+    stacks :math:`W_Q, W_K, W_V` (each ``(E, E)``; counting heads from 0 as the code does, rows
+    ``m*d .. (m+1)*d`` of each belong to head m),
     ``in_proj_bias`` ``(3E,)`` their biases, ``out_proj`` the output projection :math:`W_O, b_O`. So
     ``load_state_dict`` takes a ``torch.nn.MultiheadAttention(E, num_heads, batch_first=True)``'s state,
     and outputs, weights and gradients then match torch's.
 
     Args:
         embed_dim: E, the size of queries, keys, values and output.
-        num_heads: n, the number of heads; each works with ``d = E / n`` features.
+        num_heads: M, the number of heads; each works with ``d = E / M`` features.
         dropout: dropout on the attention weights (while training), as in torch.
 
     Shape:
         - query ``(B, T, E)``, key ``(B, S, E)``, value ``(B, S, E)``;
         - mask ``(B, S)`` (the same keys for every query: padding) or ``(B, T, S)`` (per query: e.g.
           padding and :func:`causal_mask` together), bool, True at the keys a query may look at;
-        - output ``(B, T, E)``, weights ``(B, n, T, S)``: every head's, before dropout. torch returns
+        - output ``(B, T, E)``, weights ``(B, M, T, S)``: every head's, before dropout. torch returns
           their mean over heads by default (``average_attn_weights=True``): ``weights.mean(1)``.
 
         A query with no real key at all gets all-zero weights (never NaN) and the output bias
@@ -122,7 +129,7 @@ class MultiHeadAttention(nn.Module):
             check_mask("mask", mask, (B, S) if mask.dim() == 2 else (B, T, S))
 
     def split_heads(self, x: Tensor) -> Tensor:
-        """``(B, L, E) → (B, n, L, d)``: head h gets features ``h*d .. (h+1)*d`` of every position."""
+        """``(B, L, E) → (B, M, L, d)``: head m (from 0) gets features ``m*d .. (m+1)*d`` of every position."""
         B, L, _ = x.shape
         return x.view(B, L, self.num_heads, self.head_dim).transpose(1, 2)  # (B, n, L, d)
 

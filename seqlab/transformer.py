@@ -43,9 +43,10 @@ def sinusoidal_positions(length: int, dim: int) -> Tensor:
     r"""The sinusoidal positional encodings of Vaswani et al. (2017).
 
     .. math::
-        PE_{pos, 2i} = \sin(pos / 10000^{2i / dim}), \qquad PE_{pos, 2i+1} = \cos(pos / 10000^{2i / dim})
+        PE_{pos, 2a} = \sin(pos / 10000^{2a / dim}), \qquad PE_{pos, 2a+1} = \cos(pos / 10000^{2a / dim})
 
-    Feature pair ``(2i, 2i+1)`` turns at its own frequency, from one radian per position (i = 0) down to
+    (the paper writes i for the feature pair a; the book keeps i for a source position).
+    Feature pair ``(2a, 2a+1)`` turns at its own frequency, from one radian per position (a = 0) down to
     one turn in about 60000 positions: every position gets a distinct code, and the code of ``pos + k``
     is a fixed rotation of the code of ``pos``, whatever ``pos``. An odd ``dim`` ends with a sine.
 
@@ -88,13 +89,13 @@ class TransformerEncoderLayer(nn.Module):
 
     Args:
         hidden_size: H, the size of every position's vector.
-        num_heads: attention heads (H must be divisible by it).
+        num_heads: M, the attention heads (H must be divisible by it).
         feedforward_size: the feed-forward network's hidden layer.
         dropout: dropout on attention weights and in every residual branch.
 
     Shape:
         - x ``(B, S, H)``, mask ``(B, S)`` bool (True at real tokens) → ``(B, S, H)``, and the
-          self-attention weights ``(B, num_heads, S, S)``.
+          self-attention weights ``(B, M, S, S)`` (M = ``num_heads``).
 
     Taught in chapter 8.
     """
@@ -114,7 +115,7 @@ class TransformerEncoderLayer(nn.Module):
     def forward(self, x: Tensor, mask: Tensor) -> tuple:
         # 1) every position attends to every real position of the same sequence
         normed = self.norm1(x)  # (B, S, H)
-        attended, weights = self.self_attn(normed, normed, normed, mask)  # (B, S, H), (B, n, S, S)
+        attended, weights = self.self_attn(normed, normed, normed, mask)  # (B, S, H), (B, M, S, S)
         x = x + self.dropout1(attended)  # (B, S, H)
         # 2) the same small network at every position
         x = x + self.dropout2(self.feed_forward(self.norm2(x)))  # (B, S, H)
@@ -141,8 +142,8 @@ class TransformerDecoderLayer(nn.Module):
 
     Shape:
         - x ``(B, T, H)``, memory ``(B, S, H)``, memory_mask ``(B, S)`` bool, history ``(B, T', H)``
-          with ``T' >= T`` → ``(B, T, H)``, self-attention weights ``(B, n, T, T')`` and
-          cross-attention weights ``(B, n, T, S)``.
+          with ``T' >= T`` → ``(B, T, H)``, self-attention weights ``(B, M, T, T')`` and
+          cross-attention weights ``(B, M, T, S)`` (M = ``num_heads``).
 
     Taught in chapter 8.
     """
@@ -171,7 +172,7 @@ class TransformerDecoderLayer(nn.Module):
         y = x + self.dropout1(attended)  # (B, T, H)
         # 2) cross-attention: each position looks at every real source position
         normed = self.norm2(y)  # (B, T, H)
-        attended, cross_weights = self.multihead_attn(normed, memory, memory, memory_mask)  # (B, T, H), (B, n, T, S)
+        attended, cross_weights = self.multihead_attn(normed, memory, memory, memory_mask)  # (B, T, H), (B, M, T, S)
         y = y + self.dropout2(attended)  # (B, T, H)
         # 3) the same small network at every position
         y = y + self.dropout3(self.feed_forward(self.norm3(y)))  # (B, T, H)
@@ -195,7 +196,7 @@ class Transformer(Decodable, nn.Module):
     Args:
         src_vocab_size, tgt_vocab_size: vocabulary sizes (id 0 is padding in both).
         hidden_size: H, the size of embeddings, encoder outputs and decoder states (the paper's d_model).
-        num_heads: attention heads in every attention layer.
+        num_heads: M, the attention heads in every attention layer.
         num_layers: L, encoder layers and decoder layers (L of each).
         feedforward_size: the feed-forward networks' hidden layer (default ``4 * hidden_size``).
         dropout: dropout on embeddings, attention weights and residual branches.
@@ -203,8 +204,8 @@ class Transformer(Decodable, nn.Module):
     Shape:
         - ``model(src (B, S), src_lengths (B,), tgt_in (B, T)) -> log_probs (B, T, V)``.
         - ``greedy_decode(src, src_lengths, max_len)`` and ``beam_search(...)`` → ``(B, T')`` ids.
-        - ``attention_maps(src, src_lengths, tgt_in)`` → ``{"encoder": (B, L, n, S, S), "decoder":
-          (B, L, n, T, T), "cross": (B, L, n, T, S)}``, every layer's and head's weights, for plots.
+        - ``attention_maps(src, src_lengths, tgt_in)`` → ``{"encoder": (B, L, M, S, S), "decoder":
+          (B, L, M, T, T), "cross": (B, L, M, T, S)}``, every layer's and head's weights, for plots.
 
     Example::
 
@@ -250,20 +251,20 @@ class Transformer(Decodable, nn.Module):
         return self.embedding_dropout(scaled + positions.to(scaled))  # (B, L, H)
 
     def encode(self, src: Tensor, src_lengths: Tensor) -> tuple:
-        """The memory ``(B, S, H)``, its mask ``(B, S)``, and each encoder layer's weights ``(B, n, S, S)``."""
+        """The memory ``(B, S, H)``, its mask ``(B, S)``, and each encoder layer's weights ``(B, M, S, S)``."""
         check_lengths(src, src_lengths)
         check_token_ids("src", src, self.src_embedding.num_embeddings)  # before the embedding looks them up
         mask = lengths_to_mask(src_lengths, src.shape[1]).to(src.device)  # (B, S)
         x = self.embed(self.src_embedding, src)  # (B, S, H)
         weights = []
         for layer in self.encoder_layers:
-            x, layer_weights = layer(x, mask)  # (B, S, H), (B, n, S, S)
+            x, layer_weights = layer(x, mask)  # (B, S, H), (B, M, S, S)
             weights.append(layer_weights)
         return self.encoder_norm(x), mask, weights
 
     def decode(self, tgt_in: Tensor, memory: Tensor, memory_mask: Tensor) -> tuple:
         """Teacher forcing, every position at once: ``log_probs (B, T, V)``, and each decoder layer's
-        self-attention ``(B, n, T, T)`` and cross-attention ``(B, n, T, S)`` weights."""
+        self-attention ``(B, M, T, T)`` and cross-attention ``(B, M, T, S)`` weights."""
         check_shape("tgt_in", tgt_in, (memory.shape[0], "T"))
         check_not_empty("tgt_in", tgt_in, 1, "step (T)")
         check_token_ids("tgt_in", tgt_in, self.tgt_embedding.num_embeddings)
@@ -289,9 +290,9 @@ class Transformer(Decodable, nn.Module):
         memory, mask, encoder_weights = self.encode(src, src_lengths)
         _, self_weights, cross_weights = self.decode(tgt_in, memory, mask)
         return {
-            "encoder": torch.stack(encoder_weights, dim=1),  # (B, L, n, S, S)
-            "decoder": torch.stack(self_weights, dim=1),  # (B, L, n, T, T)
-            "cross": torch.stack(cross_weights, dim=1),  # (B, L, n, T, S)
+            "encoder": torch.stack(encoder_weights, dim=1),  # (B, L, M, S, S)
+            "decoder": torch.stack(self_weights, dim=1),  # (B, L, M, T, T)
+            "cross": torch.stack(cross_weights, dim=1),  # (B, L, M, T, S)
         }
 
     # --- the decoding protocol of seqlab.decoding ---------------------------------------------
