@@ -8,6 +8,8 @@ nbgrader runs `alembic` as a program: put the environment's bin/ first on PATH (
 
 import os
 
+from seqlab.grading import intake
+
 c = get_config()  # noqa: F821 (nbgrader provides get_config when it loads this file)
 
 # --- where things are -------------------------------------------------------------------------
@@ -30,10 +32,21 @@ c.ClearHiddenTests.enforce_metadata = True  # hidden-test markers outside a test
 c.ClearOutput.remove_metadata_fields = {"collapsed", "scrolled", "execution"}
 
 # --- autograding ----------------------------------------------------------------------------------
+# A submission is data, not files to trust (seqlab/grading/intake.py): autograde reads each one from a
+# copy that holds its regular files only (no symbolic or hard link, device, FIFO or socket is followed,
+# copied or read; each is listed in the notebook's notes), its one notebook under the exercise's name
+# (a browser's "ex01_lstm_cell (1).ipynb" is graded; two notebooks are refused, naming both), a corrupt
+# notebook refused as corrupt. nbgrader has no setting for its converter, so this replaces the class that
+# `nbgrader autograde`, NbGraderAPI and the formgrader's autograde button all take from one module.
+intake.install()
 # Every cell gets at most this long: an infinite loop scores 0 for what depends on it, and grading
 # goes on with the next cell (the kernel is interrupted, not restarted).
 c.Execute.timeout = 60
 c.Execute.interrupt_on_timeout = True
+# And the whole notebook gets this long, wall clock, restarts included, however many cells it has (10,000
+# cells of 60 s each would hold a class worker for a week). A solution grades in about 5 s; 300 s leaves a
+# busy machine sixty times that. `seqlab grade --timeout` and `seqlab grade-class --timeout` keep it.
+c.SandboxedExecute.total_timeout = 300
 # Once the last cell has run, the kernel is stopped at once: a graceful shutdown waits for torch's
 # teardown, about two seconds a notebook, and nothing the kernel does after the last cell is graded.
 c.Execute.shutdown_kernel = "immediate"
@@ -76,6 +89,7 @@ c.Autograde.pre_convert_hook = "seqlab.grading.executor.refuse_without_sandbox"
 c.Execute.iopub_timeout = 10  # seconds for a cell's last outputs after its reply (a busy machine is slow)
 c.Autograde.autograde_preprocessors = [
     "seqlab.grading.executor.SandboxedExecute",  # instead of nbgrader.preprocessors.Execute
+    "seqlab.grading.sanitize.SanitizeMarkup",  # added: students' outputs and markdown as inert HTML
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "nbgrader.preprocessors.LimitOutput",

@@ -42,7 +42,7 @@ sys.modules.setdefault("rfc3987_syntax", None)
 
 import nbformat  # noqa: E402 (after the block above)
 
-from seqlab.grading import sandbox  # noqa: E402
+from seqlab.grading import intake, sandbox  # noqa: E402
 
 __all__ = ["EXIT_FAILED", "EXIT_FULL_MARKS", "EXIT_POINTS_MISSING", "EXIT_REFUSED", "Exercise", "GradingFailed"]
 __all__ += ["Refused", "Report", "Task", "find_course", "find_exercises", "format_report", "grade", "identify"]
@@ -51,6 +51,7 @@ __all__ += ["feedback_path", "read_notebook"]
 # `seqlab grade`'s exit statuses.
 EXIT_FULL_MARKS = 0
 EXIT_POINTS_MISSING = 1
+DEFAULT_TOTAL = 300  # seconds for a whole notebook where the course sets no c.SandboxedExecute.total_timeout
 EXIT_REFUSED = 2  # not a notebook of this course, corrupt, another exercise, no course found
 EXIT_FAILED = 3  # nbgrader itself failed
 
@@ -137,14 +138,20 @@ def read_notebook(path: Path):
         f"{path} is corrupt: {{}}. If Jupyter still opens it, save it again; otherwise take the last good copy "
         "from .ipynb_checkpoints/ next to it, or start again from the exercise's release in exercises/"
     )
+    if path.stat().st_size > intake.MAX_FILE_BYTES:
+        raise Refused(damaged.format(f"it has more than {intake.MAX_FILE_BYTES:,} bytes"))
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
         raise Refused(damaged.format("it is not UTF-8 text")) from None
     if not text.strip():
         raise Refused(damaged.format("the file is empty"))
+    if intake.json_depth(text) > intake.MAX_JSON_DEPTH:  # json.loads would recurse until RecursionError
+        raise Refused(damaged.format(f"its JSON nests more than {intake.MAX_JSON_DEPTH} deep"))
     try:
         data = json.loads(text)
+    except RecursionError:
+        raise Refused(damaged.format("its JSON nests too deep")) from None
     except json.JSONDecodeError as error:
         where = f"{error.msg}, line {error.lineno}, column {error.colno}"
         raise Refused(damaged.format(f"not valid JSON ({where})")) from None
@@ -155,7 +162,7 @@ def read_notebook(path: Path):
             warnings.simplefilter("ignore")  # nbformat warns about cells without ids, which it then adds
             nb = nbformat.reads(text, as_version=4, capture_validation_error={})
             nbformat.validate(nb)
-    except Exception as error:  # nbformat raises several kinds (ValidationError, NBFormatError, KeyError)
+    except (Exception, RecursionError) as error:  # nbformat raises several kinds (ValidationError, KeyError, ...)
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise Refused(damaged.format(f"it does not follow the notebook format ({first})")) from None
     return nb
@@ -314,9 +321,9 @@ def grade(path, course=None, timeout: int | None = None, log=None, announce=None
         raise ValueError(f"timeout must be at least 1 second, got {timeout}")
     config = _course_config(root)
     timeout = timeout or _course_timeout(config)
-    # Every code cell may take its time limit, and the cells of the exercise that the notebook lacks
-    # are put back: the notebook gets that long in all (seqlab.grading.nbgrader_plugins stops it there).
-    cells = sum(c.cell_type == "code" for c in nb.cells) + len(_nbgrader_cells(nbformat.read(source, as_version=4)))
+    # One time limit for the whole notebook, wall clock, however many cells it has: the course's
+    # c.SandboxedExecute.total_timeout (seqlab.grading.executor stops the notebook there).
+    total = _course_total(config)
     if announce is not None:
         announce(exercise.name, exercise.solution is not None, _unsandboxed(config))
     with tempfile.TemporaryDirectory(prefix="seqlab-grade-") as tmp:
@@ -324,7 +331,7 @@ def grade(path, course=None, timeout: int | None = None, log=None, announce=None
         shutil.copy(root / "nbgrader_config.py", tmp / "nbgrader_config.py")
         (tmp / "solutions" / exercise.name).mkdir(parents=True)
         shutil.copy(source, tmp / "solutions" / exercise.name / f"{exercise.name}.ipynb")
-        result = _run_nbgrader(tmp, exercise.name, path, timeout, timeout * cells, log, root=root)
+        result = _run_nbgrader(tmp, exercise.name, path, timeout, total, log, root=root)
         graded = nbformat.read(result["autograded"], as_version=4)
         report = Report(exercise.name, path, exercise.solution is not None, _tasks(graded, result["grades"]))
         report.notes = _notes(graded, result)
@@ -355,6 +362,12 @@ def _course_timeout(config) -> int:
     """The course's ``c.Execute.timeout`` (seconds per cell), or nbgrader's 30 when it sets none."""
     timeout = config.Execute.get("timeout", 30)
     return timeout if isinstance(timeout, int) and timeout > 0 else 30
+
+
+def _course_total(config) -> int:
+    """The course's ``c.SandboxedExecute.total_timeout`` (seconds for a whole notebook), or 300 when it sets none."""
+    total = config.SandboxedExecute.get("total_timeout", DEFAULT_TOTAL)
+    return total if isinstance(total, int) and total > 0 else DEFAULT_TOTAL
 
 
 def _unsandboxed(config) -> str | None:

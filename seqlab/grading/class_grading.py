@@ -43,6 +43,7 @@ import os
 import re
 import selectors
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -53,6 +54,8 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+
+from seqlab.grading import intake
 
 __all__ = ["GRADED_TABLE", "ClassGrading", "Course", "Outcome", "Refused", "Stopped", "Submission"]
 __all__ += ["format_summary", "open_course", "submission_digest"]
@@ -98,6 +101,7 @@ class Outcome:
     flagged: bool = False  # a notebook listed for review (seqlab.grading.review)
     seconds: float | None = None
     reason: str = ""  # why it failed
+    notes: list = field(default_factory=list)  # what the intake left out of the submission, and why
     log: str = ""  # nbgrader's log, for a failure
 
 
@@ -183,7 +187,7 @@ def find_submissions(course: Course, students=(), exercises=()) -> list:
     found = []
     for path in glob.glob(course.coursedir.format_path(step, "*", "*")):
         match = pattern.fullmatch(path)
-        if match is None or not os.path.isdir(path):
+        if match is None or not _is_folder(path):
             continue
         student, exercise = match["student"], match["exercise"]
         if (not students or student in students) and (not exercises or exercise in exercises):
@@ -191,23 +195,24 @@ def find_submissions(course: Course, students=(), exercises=()) -> list:
     return sorted(found, key=lambda s: (s.exercise, s.student))
 
 
-def _ignored(name: str, patterns) -> bool:
-    import fnmatch
+def _is_folder(path) -> bool:
+    """A real folder, not a link to one (a student's folder that links elsewhere is never entered)."""
+    return stat.S_ISDIR(os.lstat(path).st_mode) and all(
+        stat.S_ISDIR(os.lstat(parent).st_mode) for parent in list(Path(path).parents)[:1]
+    )
 
-    return any(fnmatch.fnmatch(name, p) for p in patterns)
 
-
-def submission_digest(folder: Path, ignore=(".ipynb_checkpoints", "__pycache__", "*.pyc")) -> str:
-    """SHA-256 of a submission: every file's path and content (what nbgrader ignores left out)."""
+def submission_digest(folder: Path, ignore=intake.IGNORED) -> str:
+    """SHA-256 of a submission as grading takes it (:func:`seqlab.grading.intake.inspect`): every accepted
+    file's path and content, and every refused entry's path and reason; no link is followed, nothing but a
+    regular file is read."""
+    found = intake.inspect(folder, ignore)
     digest = hashlib.sha256()
-    for dirpath, dirnames, filenames in os.walk(folder):
-        dirnames[:] = sorted(d for d in dirnames if not _ignored(d, ignore))
-        for name in sorted(filenames):
-            if _ignored(name, ignore):
-                continue
-            path = Path(dirpath) / name
-            digest.update(str(path.relative_to(folder)).encode() + b"\0")
-            digest.update(hashlib.sha256(path.read_bytes()).digest())
+    for rel in found.files:
+        digest.update(rel.encode() + b"\0")
+        digest.update(hashlib.sha256(intake.read_regular(folder / rel)).digest())
+    for refused in found.refused:
+        digest.update(b"refused\0" + refused.encode() + b"\0")
     return digest.hexdigest()
 
 
@@ -322,8 +327,9 @@ def _interrupt(signum, frame):  # noqa: ARG001 (a signal handler's signature)
 def autograde(app, exercise: str, student: str) -> dict:
     """nbgrader's autograde of one submission, forced, as ``nbgrader autograde EXERCISE --student ID
     --force`` runs it: ``{"success": bool, "log": nbgrader's log, "error": a traceback or ""}``."""
-    from nbgrader.converters import Autograde
     from nbgrader.converters.base import NbGraderException
+
+    from seqlab.grading.nbgrader_plugins import SafeAutograde as Autograde
 
     coursedir = app.coursedir
     coursedir.assignment_id, coursedir.student_id = glob.escape(exercise), glob.escape(student)
@@ -529,13 +535,20 @@ class ClassGrading:
                     f"{s.exercise} (make release)",
                 )
                 continue
-            digests = (submission_digest(s.folder, course.coursedir.ignore), exercises[s.exercise])
+            try:
+                found = intake.inspect(s.folder, tuple(course.coursedir.ignore))
+                intake.the_notebook(found, s.exercise)
+            except intake.SubmissionRefused as refused:
+                self.outcomes[key] = Outcome(s.student, s.exercise, "failed", reason=f"refused: {refused}")
+                continue
+            notes = found.notes()
+            digests = (submission_digest(s.folder, tuple(course.coursedir.ignore)), exercises[s.exercise])
             why = self._why(s, digests, recorded.get(key), key in graded)
             if why is None:
-                self.outcomes[key] = Outcome(s.student, s.exercise, "unchanged")
+                self.outcomes[key] = Outcome(s.student, s.exercise, "unchanged", notes=notes)
             else:
                 self.queue.append((s, why, digests))
-                self.outcomes[key] = Outcome(s.student, s.exercise, "not started", why=why)
+                self.outcomes[key] = Outcome(s.student, s.exercise, "not started", why=why, notes=notes)
         self._fill_unchanged_scores()
 
     def _why(self, s: Submission, digests: tuple, recorded, in_gradebook: bool) -> str | None:
@@ -551,8 +564,7 @@ class ClassGrading:
         if not in_gradebook:
             return "not in the gradebook"
         autograded = self.course.folder(self.course.coursedir.autograded_directory, s.student, s.exercise)
-        notebooks = [p.name for p in s.folder.glob("*.ipynb")]
-        if not autograded.is_dir() or not all((autograded / name).is_file() for name in notebooks):
+        if not autograded.is_dir() or not any(autograded.glob("*.ipynb")):  # graded under the exercise's name
             return "autograded notebook missing"
         return None
 
@@ -757,7 +769,7 @@ def format_summary(run: ClassGrading, verbose: bool = False) -> str:
     for o in shown:
         score = "-" if o.score is None else f"{_points(o.score)}/{_points(o.max_score)}"
         seconds = "-" if o.seconds is None else f"{o.seconds:.1f}"
-        note = o.reason or o.why
+        note = "; ".join(filter(None, [o.reason or o.why, *o.notes]))
         if o.flagged:
             note = "; ".join(filter(None, [note, "flagged: cells listed for review"]))
         rows.append([o.student, o.exercise, o.status, score, seconds, note])

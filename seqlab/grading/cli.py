@@ -84,8 +84,8 @@ def _parser() -> argparse.ArgumentParser:
         "--timeout",
         type=seconds,
         metavar="SECONDS",
-        help="seconds per cell, at least 1 (default: the course's c.Execute.timeout); the notebook gets that "
-        "long for each of its code cells in all",
+        help="seconds per cell, at least 1 (default: the course's c.Execute.timeout); the whole notebook gets the "
+        "course's c.SandboxedExecute.total_timeout (300 s by default), however many cells it has",
     )
     grade.add_argument(
         "-j",

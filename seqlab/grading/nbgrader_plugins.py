@@ -15,17 +15,25 @@ nbgrader: it needs nbgrader and the grading machinery, nothing else of the cours
 import csv
 import glob
 import os
+import re
+import shutil
+import stat
+import tempfile
+from pathlib import Path
 
 import nbformat
 from nbgrader.api import Gradebook
+from nbgrader.converters import Autograde
 from nbgrader.plugins import CsvExportPlugin
 from nbgrader.preprocessors import ClearHiddenTests, NbGraderPreprocessor, OverwriteCells
 
 from seqlab.grading.executor import add_notes, exercise_cells
+from seqlab.grading.intake import PLACEHOLDER, SubmissionRefused, stage
 from seqlab.grading.repair import canonical_metadata, missing_cells, repair_metadata
 from seqlab.grading.review import findings
 
 __all__ = ["ExportWithReview", "FlagForReview", "OverwriteCellsKeepingWork", "RepairCellMetadata", "ReviewSubmission"]
+__all__ += ["SafeAutograde"]
 
 
 class RepairCellMetadata(NbGraderPreprocessor):
@@ -33,6 +41,11 @@ class RepairCellMetadata(NbGraderPreprocessor):
     ids gets the release's metadata back (:func:`seqlab.grading.repair.repair_metadata`)."""
 
     def preprocess(self, nb, resources):
+        # The notebook's "seqlab" metadata is the grader's to write (notes, review, sandbox): whatever the
+        # submission brought under that key is dropped, and the grader's notes start with what the intake
+        # left out of the submission (SafeAutograde).
+        nb.metadata.pop("seqlab", None)
+        add_notes(nb, list(resources.get("seqlab_intake", [])))
         with Gradebook(resources["nbgrader"]["db_url"]) as gradebook:
             notes = repair_metadata(nb, exercise_cells(gradebook, resources))
         for note in notes:
@@ -147,4 +160,90 @@ class ExportWithReview(CsvExportPlugin):
         with open(dest, "w", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=list(rows[0]) if rows else ["review", "notes"])
             writer.writeheader()
-            writer.writerows(rows)
+            writer.writerows({key: inert_cell(value) for key, value in row.items()} for row in rows)
+
+
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
+
+
+def inert_cell(value: str) -> str:
+    """A CSV field a spreadsheet shows as text: one that could start a formula (``=``, ``+``, ``-``, ``@``,
+    tab, carriage return) gets a leading apostrophe, OWASP's advice; a plain number (``-1.5``) stays a number."""
+    if isinstance(value, str) and value.startswith(FORMULA_START) and not NUMBER.fullmatch(value):
+        return "'" + value
+    return value
+
+
+class SafeAutograde(Autograde):
+    """nbgrader's ``Autograde``, reading every submission from a copy made by
+    :func:`seqlab.grading.intake.stage` (regular files only, the one notebook under the exercise's name).
+
+    The copies live in a temporary folder for the run; what the intake refused goes to the
+    notebook's grading notes (``resources["seqlab_intake"]``, which
+    :class:`seqlab.grading.nbgrader_plugins.RepairCellMetadata` writes) and to the log.
+    """
+
+    def start(self) -> None:
+        self._intake_root = tempfile.mkdtemp(prefix="seqlab-intake-")
+        self._intake_notes, self._intake_refused = {}, {}
+        try:
+            super().start()
+        finally:
+            shutil.rmtree(self._intake_root, ignore_errors=True)
+
+    @property
+    def _input_directory(self) -> str:
+        # Sanitizing reads the submission: from its copy (os.path.join(root, an absolute path) is that path).
+        # Autograding then reads what sanitizing wrote into autograded/, as nbgrader does.
+        if self._sanitizing and hasattr(self, "_intake_root"):
+            return self._intake_directory
+        return super()._input_directory
+
+    @property
+    def _intake_directory(self) -> str:
+        return os.path.join(self._intake_root, "submitted")
+
+    def init_notebooks(self) -> None:
+        coursedir = self.coursedir
+        pattern = coursedir.format_path(coursedir.submitted_directory, coursedir.student_id, coursedir.assignment_id)
+        step = coursedir.submitted_directory
+        regexp = re.compile(coursedir.format_path(step, "(?P<student>[^/]+)", "(?P<exercise>[^/]+)", escape=True))
+        for path in sorted(glob.glob(pattern)):
+            match = regexp.fullmatch(path)
+            if match is None or not stat.S_ISDIR(os.lstat(path).st_mode):
+                continue
+            student, exercise = match["student"], match["exercise"]
+            dest = Path(coursedir.format_path(self._intake_directory, student, exercise))
+            try:
+                intake = stage(path, dest, exercise, ignore=tuple(coursedir.ignore))
+            except SubmissionRefused as refused:
+                # A placeholder lets nbgrader find the submission, and init_assignment fail it with the reason
+                # (nbgrader reports the failure and grades the other submissions).
+                shutil.rmtree(dest, ignore_errors=True)
+                dest.mkdir(parents=True)
+                (dest / f"{exercise}.ipynb").write_text(PLACEHOLDER)
+                self._intake_refused[(student, exercise)] = str(refused)
+                continue
+            for note in intake.notes():
+                self.log.warning("%s/%s: %s", student, exercise, note)
+            self._intake_notes[(student, exercise)] = intake.notes()
+        super().init_notebooks()
+
+    def init_assignment(self, assignment_id: str, student_id: str) -> None:
+        refused = self._intake_refused.get((student_id, assignment_id))
+        if refused is not None:
+            raise SubmissionRefused(refused)
+        # Autograde's check for notebooks missing from the submission looks in submitted/ itself: here, in the
+        # copy, where the notebook has the exercise's name whatever name the student gave it.
+        step, self.coursedir.submitted_directory = self.coursedir.submitted_directory, self._intake_directory
+        try:
+            super().init_assignment(assignment_id, student_id)
+        finally:
+            self.coursedir.submitted_directory = step
+
+    def init_single_notebook_resources(self, notebook_filename: str) -> dict:
+        resources = super().init_single_notebook_resources(notebook_filename)
+        info = resources["nbgrader"]
+        resources["seqlab_intake"] = self._intake_notes.get((info["student"], info["assignment"]), [])
+        return resources

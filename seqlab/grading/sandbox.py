@@ -20,10 +20,11 @@ line; :class:`SandboxedKernelManager` starts a kernel with it; :class:`KernelSes
 and runtime folders of one notebook's run.
 """
 
+import fcntl
 import functools
 import glob
 import os
-import pwd
+import secrets
 import shutil
 import site
 import subprocess
@@ -84,14 +85,16 @@ class Sandbox(Configurable):
     file_size_limit = Integer(256 * 2**20, help="Largest file, in bytes, the kernel may write").tag(config=True)
     tmp_size = Integer(512 * 2**20, help="Bytes of the kernel's /tmp and of its /dev/shm (each)").tag(config=True)
     process_limit = Integer(
-        512, help="Processes and threads of the kernel's user, where the grader runs as root (the kernel as nobody)"
+        512,
+        help="Processes and threads of one notebook's kernels, where the grader runs as root (each notebook's "
+        "kernels then run as a user of their own, so the limit is theirs alone)",
     ).tag(config=True)
 
     def reason_unavailable(self) -> str | None:
         """Why bubblewrap cannot sandbox a kernel here, or ``None`` when it can."""
         return unavailable_reason(self.bwrap)
 
-    def command(self, argv: list, *, workdir: str, scratch: str, runtime: str, shared=()) -> list:
+    def command(self, argv: list, *, workdir: str, scratch: str, runtime: str, shared=(), user=None) -> list:
         """``argv`` (a kernel's command line) wrapped in bubblewrap.
 
         Args:
@@ -99,25 +102,84 @@ class Sandbox(Configurable):
             scratch: the host folder mounted read-write at ``workdir``.
             runtime: the host folder of the connection file and the sockets, mounted read-write where it is.
             shared: more host folders mounted read-write where they are (a socket between two kernels).
+            user: ``(uid, gid)`` the kernel runs as, where the grader is root (default: :func:`kernel_user`).
         """
-        uid, gid = kernel_user() or (-1, -1)
+        uid, gid = user or kernel_user() or (-1, -1)
         limits = [self.memory_limit, self.file_size_limit, self.process_limit, uid, gid]
         prefix = bwrap_prefix(
             self.bwrap, workdir=workdir, scratch=scratch, runtime=runtime, shared=shared, tmp_size=self.tmp_size
         )
+        if uid >= 0:  # the kernel's user has a name inside (getpass, pwd.getpwuid): a passwd of its own
+            # written beside the runtime folder, in the session's folder that no kernel can write to (a
+            # kernel could leave a link in its own runtime folder for the grader, root, to write through)
+            passwd, group = f"{runtime}.passwd", f"{runtime}.group"
+            for path, text in [(passwd, f"root:x:0:0:root:/root:/bin/sh\nstudent:x:{uid}:{gid}:student:/tmp:/bin/sh\n"),
+                               (group, f"root:x:0:\nstudent:x:{gid}:\n")]:
+                with open(path, "w") as f:
+                    f.write(text)
+            at = prefix.index("--remount-ro")
+            prefix[at:at] = ["--ro-bind", passwd, "/etc/passwd", "--ro-bind", group, "/etc/group"]
         return prefix + [sys.executable, "-I", "-S", "-c", LIMITS, *map(str, limits), *argv]
 
 
+# Where the grader is root, each notebook's kernels run as a user of their own, leased from this pool of
+# user ids that no account uses: the process limit (RLIMIT_NPROC) counts one user's processes, so a
+# notebook that forks until the limit holds only its own slots, never a classmate's graded beside it.
+USER_POOL = range(1_500_000_000, 1_500_004_096)
+LEASES = "/run/seqlab-kernel-users" if os.path.isdir("/run") else os.path.join(tempfile.gettempdir(), "seqlab-users")
+
+
 def kernel_user() -> tuple | None:
-    """``(uid, gid)`` the kernel runs as when the grader is root (``nobody``); ``None`` otherwise, when
-    it keeps the grader's user id inside a user namespace of its own."""
+    """Whether kernels change user: ``(uid, gid)`` of the pool's first user when the grader is root;
+    ``None`` otherwise, when a kernel keeps the grader's user id inside a user namespace of its own.
+    Each session leases its own user (:class:`UserLease`)."""
     if os.geteuid() != 0:
         return None
-    try:
-        entry = pwd.getpwnam("nobody")
-        return entry.pw_uid, entry.pw_gid
-    except KeyError:
-        return 65534, 65534
+    return USER_POOL[0], USER_POOL[0]
+
+
+class UserLease:
+    """A user id of :data:`USER_POOL` for one notebook's kernels, held (an ``flock`` on a file named after
+    it) until :meth:`release` or the end of the process that leased it, so no two gradings on this
+    machine share one, whichever processes run them."""
+
+    def __init__(self):
+        os.makedirs(LEASES, mode=0o700, exist_ok=True)
+        start = secrets.randbelow(len(USER_POOL))
+        for offset in range(len(USER_POOL)):
+            uid = USER_POOL[(start + offset) % len(USER_POOL)]
+            fd = os.open(os.path.join(LEASES, str(uid)), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                continue
+            if _has_processes(uid):  # a kernel of a grading that died without stopping it (none should)
+                os.close(fd)
+                continue
+            self.uid, self.gid, self._fd = uid, uid, fd
+            return
+        raise RuntimeError(f"all {len(USER_POOL)} kernel users are in use: too many gradings at once")
+
+    @property
+    def user(self) -> tuple:
+        return self.uid, self.gid
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+def _has_processes(uid: int) -> bool:
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                if entry.stat().st_uid == uid:
+                    return True
+            except OSError:
+                pass
+    return False
 
 
 def _readable_paths() -> list:
@@ -196,7 +258,11 @@ def unavailable_reason(bwrap: str = "bwrap") -> str | None:
         with KernelSession(notebook_folder) as session:
             runtime, scratch = session.folders("probe")
             probe = Sandbox(bwrap=bwrap, memory_limit=2**30, tmp_size=2**20).command(
-                ["/bin/sh", "-c", "echo ok > ok"], workdir=session.workdir, scratch=scratch, runtime=runtime
+                ["/bin/sh", "-c", "echo ok > ok"],
+                workdir=session.workdir,
+                scratch=scratch,
+                runtime=runtime,
+                user=session.user,
             )
             try:
                 done = subprocess.run(probe, cwd=scratch, capture_output=True, text=True, timeout=60)
@@ -225,33 +291,40 @@ class KernelSession:
 
     def __init__(self, notebook_folder: str, parent_folder: str | None = None):
         self.workdir = os.path.abspath(notebook_folder)
+        self.lease = UserLease() if kernel_user() is not None else None
+        self.user = self.lease.user if self.lease else None  # (uid, gid) of this session's kernels
         # Unix socket paths are limited to 107 bytes: the folders must have a short path.
         base = next((f for f in (parent_folder, tempfile.gettempdir(), "/tmp") if f and len(f) <= SHORT), None)
         self.root = tempfile.mkdtemp(prefix="seqlab-kernel-", dir=base)
         self.link = self._own(os.path.join(self.root, "link"))
 
     def folders(self, name: str) -> tuple:
-        """``(runtime, scratch)`` of the kernel ``name``, made on first use."""
+        """``(runtime, scratch)`` of the kernel ``name``, made on first use. Only the student's kernel's
+        scratch holds the submission's files: the verdict kernel starts in an empty folder, so nothing a
+        student handed in (a ``torch.py``) is importable there."""
         runtime, scratch = os.path.join(self.root, f"{name}-run"), os.path.join(self.root, f"{name}-work")
         if not os.path.isdir(runtime):
             self._own(runtime)
-            ignore = shutil.ignore_patterns("*.ipynb", ".ipynb_checkpoints")
-            shutil.copytree(self.workdir, scratch, ignore=ignore, symlinks=True)
-            user = kernel_user()
-            for folder, dirs, files in os.walk(scratch) if user is not None else ():
+            if name == "verdict":
+                os.mkdir(scratch)
+            else:
+                ignore = shutil.ignore_patterns("*.ipynb", ".ipynb_checkpoints")
+                shutil.copytree(self.workdir, scratch, ignore=ignore, symlinks=True)
+            for folder, dirs, files in os.walk(scratch) if self.user is not None else ():
                 for path in [folder] + [os.path.join(folder, n) for n in dirs + files]:
-                    os.chown(path, *user, follow_symlinks=False)
+                    os.chown(path, *self.user, follow_symlinks=False)
         return runtime, scratch
 
-    @staticmethod
-    def _own(folder: str) -> str:
+    def _own(self, folder: str) -> str:
         os.mkdir(folder, 0o700)
-        if kernel_user() is not None:
-            os.chown(folder, *kernel_user())
+        if self.user is not None:
+            os.chown(folder, *self.user)
         return folder
 
     def close(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
+        if self.lease is not None:
+            self.lease.release()
 
     def __enter__(self):
         return self
@@ -284,16 +357,18 @@ class SandboxedKernelManager(AsyncKernelManager):
 
     def format_kernel_cmd(self, extra_arguments=None) -> list:
         argv = super().format_kernel_cmd(extra_arguments)
+        if self.kernel_role == "verdict" and os.path.basename(argv[0]).startswith("python"):
+            argv.insert(1, "-P")  # Python's safe path: no working folder on sys.path (IPython honours it)
         if self.sandbox is None:
             return argv
         session = self.session_folders
         runtime, scratch = session.folders(self.kernel_role)
         return self.sandbox.command(
-            argv, workdir=session.workdir, scratch=scratch, runtime=runtime, shared=[session.link]
+            argv, workdir=session.workdir, scratch=scratch, runtime=runtime, shared=[session.link], user=session.user
         )
 
     async def _async_launch_kernel(self, kernel_cmd, **kw):
-        user = kernel_user()
+        user = self.session_folders.user
         if self.sandbox is not None and user is not None:  # written by the grader, mode 600
             os.chown(self.connection_file, *user)
         kw["cwd"] = self.session_folders.folders(self.kernel_role)[1]
