@@ -1,8 +1,9 @@
 """A recurrent encoder over padded batches, and the bridge from its final states to a decoder (chapter 2).
 
 The encoder embeds token ids and runs an RNN, LSTM or GRU over them, in one or two directions. With
-two directions, position ``s`` of the output holds ``[forward state after reading x_1..x_s ;
-backward state after reading x_s..x_n]``: each token sees its left *and* its right context.
+two directions, position ``i`` of the output holds ``h_i = [→h_i ; ←h_i]``: the forward state after
+reading ``x_1..x_i`` and the backward state after reading ``x_S..x_i`` (``S`` the sequence's real length;
+positions count from 1 as in the book, from 0 in code): each token sees its left *and* its right context.
 
 Padding: every sequence is read up to its own length. The backward direction must start at the last
 *real* token, not on padding; torch's packed sequences (or ``lengths=`` for seqlab.rnn) do exactly that.
@@ -51,13 +52,15 @@ class Encoder(nn.Module):
         bidirectional: read the sequence in both directions (D = 2) or left to right only (D = 1).
         dropout: dropout on the embeddings and between layers.
         from_scratch: use chapter 1's ``seqlab.rnn`` layers instead of torch.nn's fused ones (same
-            parameters, same results, many times slower: for reading and checking, not for training).
+            parameters, same results: for reading and checking; the chapters train the fused ones, and
+            ``make bench`` measures how the speeds compare).
 
     Shape:
         - src ``(B, S)`` long, src_lengths ``(B,)`` long.
         - outputs ``(B, S, D*H)``, zero at padded positions.
         - final ``h_n (L*D, B, H)``, or ``(h_n, c_n)`` for the LSTM: each direction's state at its own
-          end of each sequence (forward: the last real token; backward: the first token).
+          end of each sequence (forward: ``→h_S`` at the last real token, index ``length - 1``;
+          backward: ``←h_1`` at the first token, index 0).
 
     Example::
 

@@ -33,7 +33,9 @@ class LastStateClassifier(nn.Module):
         hidden_size: size of the recurrent state.
         gate_bias: for the LSTM, the initial bias of the forget gate; for the GRU, of the update
             gate. A positive value starts the cell in "keep the memory" mode (σ(3) ≈ 0.95), so that
-            early in training the gradient reaches the first token. The plain RNN has no such gate.
+            early in training the gradient reaches the first token: chapter 1 measures that gradient
+            at initialisation, and its ablation (``gate_bias=0``) stays near chance at lag 45 where
+            the default learns. The plain RNN has no such gate and ignores this argument.
 
     Shape:
         - tokens ``(B, S)`` long → logits ``(B, num_classes)``.

@@ -422,8 +422,9 @@ _LAYER_DOC = """
 
     Parameters have torch.nn's names (``weight_ih_l0``, ``weight_hh_l0_reverse``, ...), so
     ``load_state_dict(torch_module.state_dict())`` works. With ``lengths``, padded steps give zero
-    output and each final state is taken at the sequence's last real step (as torch.nn gives for a
-    packed sequence).
+    output and each direction's final state is taken at the last real step it reads (as torch.nn gives
+    for a packed sequence): the forward one at the sequence's last real token, ``→h_S``, the backward
+    one at its first token, ``←h_1`` (index 0).
 
     Taught in chapter 1.
 """

@@ -1,8 +1,8 @@
 """Sequence tagging with a recurrent encoder: one label per token (chapter 2).
 
 The tagger is the encoder of :mod:`seqlab.encoder` with a linear layer on each position's output,
-a many-to-many model. With one direction, the label of token ``s`` can depend only on tokens
-``1..s``; with two, on the whole sentence. Chapter 2 uses it on :func:`seqlab.data.right_context_task`.
+a many-to-many model. With one direction, the label of token ``i`` can depend only on tokens
+``1..i``; with two, on the whole sentence. Chapter 2 uses it on :func:`seqlab.data.right_context_task`.
 """
 
 import torch
