@@ -30,16 +30,24 @@ submission's grades (GET /formgrader/api/grades) and sets each to its maximum (P
 cells are executed once with nbclient before submission, as a student's would be, and ``nbgrader
 autograde`` (sandboxed, the real command) executes them again in the student's kernel.
 
-A Jupyter server (this environment's, nbgrader's server extensions on) serves the course on a free port
-of 127.0.0.1 with a token; Chromium, which reaches nothing but 127.0.0.1 and file://, opens the page an
+A Jupyter server (this environment's, nbgrader's server extensions on) serves the course on a free port of
+127.0.0.1 with a token; Chromium, which reaches nothing but 127.0.0.1 and file://, opens the page an
 instructor grades the submission on (/formgrader/submissions/<submission notebook id>/?index=0) and the
-feedback page (``nbgrader generate_feedback``) as a file. Every ``javascript:`` link a payload planted is
-clicked. Then: no payload ran on either page (no flag, title, console message, dialog, popup or write
-request), the markup shown carries no script, event handler, ``javascript:`` URL or iframe, the gradebook
-holds exactly what autograde wrote, no file of the course was created or changed (the server's runtime,
-data and config folders are outside it), and what the student wrote still reads, the PNG output still an
-``<img>`` with a data: URI. Skipped, with the reason, without Chromium, Playwright or
-bubblewrap (`nbgrader autograde` grades only in its sandbox).
+feedback page (``nbgrader generate_feedback``) as a file. The instructor logs in first on the server's
+login page: a token in a formgrader page's address logs in for that page's folder only (nbgrader's
+handlers set the cookie without a path), and formgrader's own API calls, the attack's among them, would be
+refused. Every ``javascript:`` link a payload planted is clicked. Then: no payload ran on either page (no
+flag, title, console message, dialog, popup or write request), the markup shown carries no script, event
+handler, ``javascript:`` URL or iframe, the gradebook holds exactly what autograde wrote, no file of the
+course was created or changed (the server's runtime, data and config folders are outside it), and what the
+student wrote still reads, the PNG output still an ``<img>`` with a data: URI. Skipped, with the reason,
+without Chromium, Playwright or bubblewrap (`nbgrader autograde` grades only in its sandbox).
+
+Without a sanitiser (commit 61ccd63) 14 of the 16 payloads ran in formgrader and 13 in the feedback page,
+the submission went from 0/12 to 12/12 and 14 files were written into the course. The two SVG() payloads
+never ran: nbconvert shows an ``image/svg+xml`` output as an ``<img>`` (a data: URI), in which script does
+not run; they stay for a template that inlines SVG. The Javascript() output does not run in the feedback
+page only because nbconvert's ``$(…)`` before it fails there (no jQuery).
 """
 
 import base64
