@@ -151,8 +151,10 @@ class ScaledDotScorer(DotScorer):
     """Scaled dot-product scoring (Vaswani et al., 2017): ``q · k / √D``.
 
     If the entries of ``q`` and ``k`` are independent with mean 0 and variance 1, ``q · k`` has
-    variance D: the larger D, the larger the scores, the closer the softmax to a one-hot vector and
-    the smaller its gradients. Dividing by √D brings the variance back to 1.
+    variance D: the larger D, the larger the scores and the closer the softmax to a one-hot vector.
+    Such a saturated softmax passes almost no gradient back for most queries and a large one for the
+    few whose best keys score close together (chapter 5 measures it). Dividing by √D brings the
+    variance back to 1.
 
     Shape:
         - queries ``(B, T, D)``, keys ``(B, S, D)`` → scores ``(B, T, S)``.
@@ -171,13 +173,15 @@ def _norm_floor(dtype: torch.dtype) -> float:
 
 
 class CosineScorer(_Scorer):
-    """Cosine-similarity scoring: ``scale · (q · k) / (‖q‖ ‖k‖)``, in ``[-scale, scale]``.
+    """Cosine-similarity scoring: ``β · (q · k) / (‖q‖ ‖k‖)``, in ``[-β, β]``, with ``β = scale``.
 
     Only directions count, not lengths. Because the scores are bounded, the softmax over them can
-    never be sharp with ``scale = 1``; a larger ``scale`` (a temperature) allows sharper weights.
+    never be sharp with ``scale = 1``: over S keys no weight exceeds ``e² / (e² + S − 1)``. ``scale`` is an
+    *inverse* temperature β (dividing the scores by a temperature τ is multiplying them by β = 1/τ): a
+    larger β allows sharper weights.
 
     Args:
-        scale: multiplies every cosine (default 1).
+        scale: β, multiplies every cosine (default 1).
 
     Shape:
         - queries ``(B, T, D)``, keys ``(B, S, D)`` → scores ``(B, T, S)``.
@@ -205,6 +209,14 @@ def make_scorer(name: str, query_size: int, key_size: int, hidden_size: int | No
     """The scorer called ``name`` (one of :data:`SCORERS`) for these sizes.
 
     ``hidden_size`` is the additive scorer's hidden layer (default: ``query_size``).
+
+    The additive and bilinear scorers draw their initial weights here, from the global random
+    generator; dot, scaled dot and cosine have none. A model that makes its scorer before its other
+    layers (:class:`~seqlab.seq2seq.AttentionSeq2Seq` does) therefore starts, under one seed, from
+    other decoder weights with an additive or bilinear scorer than with a parameter-free one. To
+    compare scorers from identical starts, build every model with a parameter-free scorer and then
+    replace its ``decoder.attention.scorer`` (chapter 5 does, and checks it with
+    :func:`seqlab.claims.assert_same_start`).
     """
     if name == "additive":
         return AdditiveScorer(query_size, key_size, hidden_size or query_size)

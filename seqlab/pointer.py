@@ -15,9 +15,10 @@ model's V words plus the source's out-of-vocabulary words, numbered V, V+1, ... 
 
 **Coverage** keeps a running sum of past attention, ``cov_{t,i} = Σ_{t' < t} α_{t',i}``. It is fed to
 the attention scorer (so the model knows what it has already covered) and a loss
-``Σ_i min(α_{t,i}, cov_{t,i})`` penalises attending again to what is already covered: the cure for
-repeating oneself. The symbols are the book's (``book/notation.md``): decoder state ``s_t``, attention
-weights ``α_{t,i}``, context ``ctx_t``, coverage ``cov_{t,i}``.
+``Σ_i min(α_{t,i}, cov_{t,i})`` penalises attending again to what is already covered: See et al.'s
+remedy for repeating oneself (chapter 6 measures what it does at toy scale). The symbols are the
+book's (``book/notation.md``): decoder state ``s_t``, attention weights ``α_{t,i}``, context ``ctx_t``,
+coverage ``cov_{t,i}``.
 """
 
 import torch
@@ -109,12 +110,17 @@ def coverage_loss(attn: Tensor, coverage: Tensor, mask: Tensor | None = None) ->
 
 
 class CoverageAttention(nn.Module):
-    r"""Additive attention that also sees each source position's coverage (See et al., 2017, eq. 11).
+    r"""Additive attention that also sees each source position's coverage.
 
     ``e_{t,i} = wᵀ tanh(W_q s_{t-1} + W_k h_i + w_cov cov_{t,i} + b)``, ``α_t = masked_softmax(e_t)``,
     ``ctx_t = Σ_i α_{t,i} h_i``, where ``cov_{t,i}`` is how much attention position i has received
-    before step t. With coverage all zero it
-    is exactly chapter 4's additive attention.
+    before step t. With coverage all zero it is exactly chapter 4's additive attention.
+
+    This is See et al.'s (2017) coverage term, their eq. 11, added to chapter 4's score with one
+    difference: their eq. 11 scores with the decoder state ``s_t`` of the current step (their decoder
+    updates its state first and then attends, and its ``p_gen`` reads that same ``s_t``), where this
+    module, like Bahdanau et al. (2015) and chapter 4, scores with the previous state ``s_{t-1}``, so
+    that ``ctx_t`` can be an input of the state update.
 
     Args:
         query_size: size of the decoder state s_{t-1} (the query).
@@ -131,7 +137,7 @@ class CoverageAttention(nn.Module):
     def __init__(self, query_size: int, memory_size: int, hidden_size: int):
         super().__init__()
         self.scorer = AdditiveScorer(query_size, memory_size, hidden_size)
-        self.coverage_proj = nn.Linear(1, hidden_size, bias=False)  # w_c
+        self.coverage_proj = nn.Linear(1, hidden_size, bias=False)  # w_cov
 
     def forward(self, query: Tensor, memory: Tensor, mask: Tensor, prepared_keys: Tensor, coverage: Tensor) -> tuple:
         projected = (

@@ -93,8 +93,11 @@ def summarise(model: PointerGenerator, pairs: list, vocab, max_len: int = 20, be
 
 @torch.no_grad()
 def attention_overlap(model: PointerGenerator, pairs: list, vocab) -> float:
-    """How much the model attends again to what it already attended to: the coverage loss per step,
-    on the reference summaries (teacher forcing), averaged over ``pairs``. Lower is less repetitive.
+    """How much the model attends again to what it already attended to: the coverage loss
+    ``Σ_i min(α_{t,i}, cov_{t,i})`` on the reference summaries (teacher forcing), averaged over every
+    real target step of ``pairs``. Lower means less attention returns to covered positions; a model
+    trained with the coverage loss is trained to lower exactly this, so chapter 6 judges repetition by
+    the summaries' repeated n-grams instead.
 
     Runs on the model's own device, in evaluation mode (the model's mode is restored afterwards).
 
