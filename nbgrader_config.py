@@ -7,8 +7,7 @@ nbgrader runs `alembic` as a program: put the environment's bin/ first on PATH (
 """
 
 import os
-
-from seqlab.grading import intake
+import sys
 
 c = get_config()  # noqa: F821 (nbgrader provides get_config when it loads this file)
 
@@ -38,7 +37,11 @@ c.ClearOutput.remove_metadata_fields = {"collapsed", "scrolled", "execution"}
 # (a browser's "ex01_lstm_cell (1).ipynb" is graded; two notebooks are refused, naming both), a corrupt
 # notebook refused as corrupt. nbgrader has no setting for its converter, so this replaces the class that
 # `nbgrader autograde`, NbGraderAPI and the formgrader's autograde button all take from one module.
-intake.install()
+# (When this file is read by anything but nbgrader, e.g. `seqlab grade` for its settings, nothing is done.)
+if "nbgrader.apps.autogradeapp" in sys.modules:
+    from seqlab.grading.nbgrader_plugins import install_safe_autograde
+
+    install_safe_autograde()
 # Every cell gets at most this long: an infinite loop scores 0 for what depends on it, and grading
 # goes on with the next cell (the kernel is interrupted, not restarted).
 c.Execute.timeout = 60

@@ -56,6 +56,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from seqlab.grading import intake
+from seqlab.grading.nbgrader_plugins import SafeAutograde
 
 __all__ = ["GRADED_TABLE", "ClassGrading", "Course", "Outcome", "Refused", "Stopped", "Submission"]
 __all__ += ["format_summary", "open_course", "submission_digest"]
@@ -329,8 +330,6 @@ def autograde(app, exercise: str, student: str) -> dict:
     --force`` runs it: ``{"success": bool, "log": nbgrader's log, "error": a traceback or ""}``."""
     from nbgrader.converters.base import NbGraderException
 
-    from seqlab.grading.nbgrader_plugins import SafeAutograde as Autograde
-
     coursedir = app.coursedir
     coursedir.assignment_id, coursedir.student_id = glob.escape(exercise), glob.escape(student)
     buffer = io.StringIO()
@@ -339,7 +338,7 @@ def autograde(app, exercise: str, student: str) -> dict:
     app.log.addHandler(handler)
     success, error = False, ""
     try:
-        converter = Autograde(coursedir=coursedir, parent=app)
+        converter = SafeAutograde(coursedir=coursedir, parent=app)
         converter.force = True
         converter.start()
         success = True

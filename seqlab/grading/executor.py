@@ -263,7 +263,14 @@ class SandboxedExecute(_OutputLimits, Execute):
         self.log.info("Grading %s", note)
         nb.metadata.setdefault("seqlab", {})["sandbox"] = note
         folder = (resources or {}).get("metadata", {}).get("path") or "."
-        self._session = KernelSession(folder, parent_folder=self.session_folder or None)
+        box = self._sandbox
+        self._session = KernelSession(
+            folder,
+            parent_folder=self.session_folder or None,
+            disk_limit=box.disk_limit if box is not None else 0,
+            memory_limit=box.total_memory_limit if box is not None else 0,
+            process_limit=box.process_limit if box is not None else 0,
+        )
         self._ran = []  # (index, source) of the code cells run so far, to run again in a new kernel
         self._restarts = 0
         self._stopped = None  # why the cells below were not run, once they are not

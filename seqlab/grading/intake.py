@@ -15,20 +15,20 @@ naming both.
 ``seqlab.grading.nbgrader_plugins.SafeAutograde`` is nbgrader's ``Autograde`` converter reading each
 submission from its staged copy: nbgrader's own steps (its copy of the submission's files into
 ``autograded/``, its reading of the notebook and of ``timestamp.txt``) never see the original folder.
-``nbgrader_config.py`` installs it (:func:`install`) for ``nbgrader autograde``, the formgrader's
-autograde button and ``NbGraderAPI``; ``seqlab grade-class`` uses it directly.
+``nbgrader_config.py`` installs it (``nbgrader_plugins.install_safe_autograde``) for ``nbgrader
+autograde``, the formgrader's autograde button and ``NbGraderAPI``; ``seqlab grade-class`` uses it
+directly.
 """
 
 import errno
 import json
 import os
 import stat
-import sys
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
 from pathlib import Path
 
-__all__ = ["Intake", "SubmissionRefused", "inspect", "install", "json_depth", "read_notebook_json", "stage"]
+__all__ = ["Intake", "SubmissionRefused", "inspect", "json_depth", "read_notebook_json", "stage"]
 
 MAX_FILE_BYTES = 64 * 2**20  # a file larger than this is refused (a notebook with its outputs is far smaller)
 MAX_TOTAL_BYTES = 256 * 2**20  # all of a submission's accepted files together
@@ -208,14 +208,3 @@ def stage(folder, dest, exercise: str, notebook_name: str | None = None, ignore=
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
     return intake
-
-
-def install() -> None:
-    """Make every autograde of this process use ``SafeAutograde`` (nbgrader's command line, the formgrader's
-    button and ``NbGraderAPI`` all take the converter from one module attribute). ``nbgrader_config.py``
-    calls it; where the file is read outside nbgrader (nbgrader not imported), it does nothing."""
-    app = sys.modules.get("nbgrader.apps.autogradeapp")
-    if app is not None:
-        from seqlab.grading.nbgrader_plugins import SafeAutograde
-
-        app.Autograde = SafeAutograde

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import nbformat
 from nbgrader.api import Gradebook
+from nbgrader.apps import autogradeapp
 from nbgrader.converters import Autograde
 from nbgrader.plugins import CsvExportPlugin
 from nbgrader.preprocessors import ClearHiddenTests, NbGraderPreprocessor, OverwriteCells
@@ -33,7 +34,7 @@ from seqlab.grading.repair import canonical_metadata, missing_cells, repair_meta
 from seqlab.grading.review import findings
 
 __all__ = ["ExportWithReview", "FlagForReview", "OverwriteCellsKeepingWork", "RepairCellMetadata", "ReviewSubmission"]
-__all__ += ["SafeAutograde"]
+__all__ += ["SafeAutograde", "install_safe_autograde"]
 
 
 class RepairCellMetadata(NbGraderPreprocessor):
@@ -247,3 +248,10 @@ class SafeAutograde(Autograde):
         info = resources["nbgrader"]
         resources["seqlab_intake"] = self._intake_notes.get((info["student"], info["assignment"]), [])
         return resources
+
+
+def install_safe_autograde() -> None:
+    """Make every autograde of this process use :class:`SafeAutograde`: nbgrader's command line, the
+    formgrader's autograde button and ``NbGraderAPI`` all take the converter from this one module
+    attribute (nbgrader has no setting for it). ``nbgrader_config.py`` calls it when nbgrader reads it."""
+    autogradeapp.Autograde = SafeAutograde

@@ -26,11 +26,13 @@ import glob
 import os
 import secrets
 import shutil
+import signal
 import site
 import subprocess
 import sys
 import sysconfig
 import tempfile
+import time
 from pathlib import Path
 
 from jupyter_client.manager import AsyncKernelManager
@@ -84,6 +86,16 @@ class Sandbox(Configurable):
     memory_limit = Integer(4 * 2**30, help="Bytes of memory each process of the kernel may allocate").tag(config=True)
     file_size_limit = Integer(256 * 2**20, help="Largest file, in bytes, the kernel may write").tag(config=True)
     tmp_size = Integer(512 * 2**20, help="Bytes of the kernel's /tmp and of its /dev/shm (each)").tag(config=True)
+    total_memory_limit = Integer(
+        6 * 2**30,
+        help="Bytes of memory all of one notebook's kernels and what they start may use together, where the grader "
+        "runs as root and may make control groups (0: only each process's memory_limit)",
+    ).tag(config=True)
+    disk_limit = Integer(
+        512 * 2**20,
+        help="Bytes all of one notebook's kernels may write outside their /tmp, where the grader runs as root: "
+        "their folders are a tmpfs of this size (0: a plain folder, capped only per file)",
+    ).tag(config=True)
     process_limit = Integer(
         512,
         help="Processes and threads of one notebook's kernels, where the grader runs as root (each notebook's "
@@ -94,7 +106,9 @@ class Sandbox(Configurable):
         """Why bubblewrap cannot sandbox a kernel here, or ``None`` when it can."""
         return unavailable_reason(self.bwrap)
 
-    def command(self, argv: list, *, workdir: str, scratch: str, runtime: str, shared=(), user=None) -> list:
+    def command(
+        self, argv: list, *, workdir: str, scratch: str, runtime: str, shared=(), user=None, cgroup=None
+    ) -> list:
         """``argv`` (a kernel's command line) wrapped in bubblewrap.
 
         Args:
@@ -103,6 +117,7 @@ class Sandbox(Configurable):
             runtime: the host folder of the connection file and the sockets, mounted read-write where it is.
             shared: more host folders mounted read-write where they are (a socket between two kernels).
             user: ``(uid, gid)`` the kernel runs as, where the grader is root (default: :func:`kernel_user`).
+            cgroup: the session's :class:`ControlGroup`, which the kernel joins before bubblewrap starts.
         """
         uid, gid = user or kernel_user() or (-1, -1)
         limits = [self.memory_limit, self.file_size_limit, self.process_limit, uid, gid]
@@ -119,7 +134,8 @@ class Sandbox(Configurable):
                     f.write(text)
             at = prefix.index("--remount-ro")
             prefix[at:at] = ["--ro-bind", passwd, "/etc/passwd", "--ro-bind", group, "/etc/group"]
-        return prefix + [sys.executable, "-I", "-S", "-c", LIMITS, *map(str, limits), *argv]
+        joined = cgroup.prefix() if cgroup is not None else []
+        return joined + prefix + [sys.executable, "-I", "-S", "-c", LIMITS, *map(str, limits), *argv]
 
 
 # Where the grader is root, each notebook's kernels run as a user of their own, leased from this pool of
@@ -276,6 +292,99 @@ def unavailable_reason(bwrap: str = "bwrap") -> str | None:
         shutil.rmtree(notebook_folder, ignore_errors=True)
 
 
+def _mount_tmpfs(folder: str, size: int) -> bool:
+    """Mount a tmpfs of ``size`` bytes on ``folder`` (root only); ``False`` where mounting is not allowed."""
+    if shutil.which("mount") is None:
+        return False
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700,nosuid,nodev", "seqlab-kernel", folder],
+        capture_output=True,
+        check=False,
+    )
+    return done.returncode == 0
+
+
+CGROUPS = "/sys/fs/cgroup"
+# The kernels' first process on the host: it joins the session's control groups, then becomes bubblewrap.
+JOIN = (
+    "import os, sys\n"
+    "end = sys.argv.index('--')\n"
+    "for procs in sys.argv[1:end]:\n"
+    "    with open(procs, 'w') as f:\n"
+    "        f.write(str(os.getpid()))\n"
+    "os.execv(sys.argv[end + 1], sys.argv[end + 1:])\n"
+)
+
+
+class ControlGroup:
+    """The control groups of one notebook's kernels: all their processes together get at most ``memory``
+    bytes and ``processes`` processes and threads, whatever they fork (cgroup v2, or v1's ``memory`` and
+    ``pids`` hierarchies). :meth:`create` returns ``None`` where the grader may not make control groups."""
+
+    def __init__(self, folders: list):
+        self.folders = folders  # one per hierarchy (v1) or one (v2)
+
+    @classmethod
+    def create(cls, name: str, memory: int, processes: int):
+        if os.geteuid() != 0 or not memory:
+            return None
+        v2 = os.path.join(CGROUPS, "cgroup.controllers")
+        try:
+            if os.path.isfile(v2) and {"memory", "pids"} <= set(Path(v2).read_text().split()):
+                parent = os.path.join(CGROUPS, "seqlab")
+                os.makedirs(parent, exist_ok=True)
+                Path(parent, "cgroup.subtree_control").write_text("+memory +pids")
+                folder = os.path.join(parent, name)
+                os.mkdir(folder)
+                group = cls([folder])
+                Path(folder, "memory.max").write_text(str(memory))
+                if os.path.exists(f"{folder}/memory.swap.max"):  # no swap beyond the limit
+                    Path(folder, "memory.swap.max").write_text("0")
+                Path(folder, "pids.max").write_text(str(processes))
+                return group
+            memory_root, pids_root = os.path.join(CGROUPS, "memory"), os.path.join(CGROUPS, "pids")
+            if not (os.path.isfile(f"{memory_root}/cgroup.procs") and os.path.isfile(f"{pids_root}/cgroup.procs")):
+                return None
+            folders = [os.path.join(memory_root, "seqlab", name), os.path.join(pids_root, "seqlab", name)]
+            group = cls([])
+            for folder in folders:
+                os.makedirs(folder)
+                group.folders.append(folder)
+            Path(folders[0], "memory.limit_in_bytes").write_text(str(memory))
+            if os.path.exists(f"{folders[0]}/memory.memsw.limit_in_bytes"):  # no swap beyond the limit
+                Path(folders[0], "memory.memsw.limit_in_bytes").write_text(str(memory))
+            Path(folders[1], "pids.max").write_text(str(processes))
+            return group
+        except OSError:
+            if "group" in locals():
+                group.remove()
+            return None
+
+    def prefix(self) -> list:
+        """The command line that puts a process into these groups, then runs the rest after ``--``."""
+        procs = [os.path.join(folder, "cgroup.procs") for folder in self.folders]
+        return [sys.executable, "-I", "-S", "-c", JOIN, *procs, "--"]
+
+    def remove(self) -> None:
+        """Kill what is left in the groups (the kernels are stopped by now) and remove them."""
+        for folder in self.folders:
+            for attempt in range(50):
+                try:
+                    pids = Path(folder, "cgroup.procs").read_text().split()
+                except OSError:
+                    break
+                for pid in pids:
+                    try:
+                        os.kill(int(pid), signal.SIGKILL)
+                    except OSError:
+                        pass
+                try:
+                    os.rmdir(folder)
+                    break
+                except OSError:
+                    time.sleep(0.02 * (attempt + 1))
+
+
 SHORT = 60  # longest path of the folder that holds a session (its sockets' paths stay under 107 bytes)
 
 
@@ -289,14 +398,23 @@ class KernelSession:
     is owned by the kernels' user.
     """
 
-    def __init__(self, notebook_folder: str, parent_folder: str | None = None):
+    def __init__(
+        self, notebook_folder: str, parent_folder: str | None = None, disk_limit: int = 0, memory_limit: int = 0,
+        process_limit: int = 512,
+    ):
         self.workdir = os.path.abspath(notebook_folder)
         self.lease = UserLease() if kernel_user() is not None else None
         self.user = self.lease.user if self.lease else None  # (uid, gid) of this session's kernels
         # Unix socket paths are limited to 107 bytes: the folders must have a short path.
         base = next((f for f in (parent_folder, tempfile.gettempdir(), "/tmp") if f and len(f) <= SHORT), None)
         self.root = tempfile.mkdtemp(prefix="seqlab-kernel-", dir=base)
+        # Everything the kernels can write to (scratch, runtime, link) on a tmpfs of its own: one notebook
+        # cannot fill the grader's disk, and many files of the largest size add up to this at most.
+        self.mounted = bool(disk_limit and self.user is not None and _mount_tmpfs(self.root, disk_limit))
         self.link = self._own(os.path.join(self.root, "link"))
+        # Memory and processes of all the session's kernels together, where control groups can be made.
+        name = os.path.basename(self.root)
+        self.cgroup = ControlGroup.create(name, memory_limit, process_limit) if self.user else None
 
     def folders(self, name: str) -> tuple:
         """``(runtime, scratch)`` of the kernel ``name``, made on first use. Only the student's kernel's
@@ -322,6 +440,12 @@ class KernelSession:
         return folder
 
     def close(self) -> None:
+        if self.cgroup is not None:
+            self.cgroup.remove()
+            self.cgroup = None
+        if self.mounted:  # lazily: a kernel still exiting keeps the mount busy for a moment
+            subprocess.run(["umount", "-l", self.root], capture_output=True, check=False)
+            self.mounted = False
         shutil.rmtree(self.root, ignore_errors=True)
         if self.lease is not None:
             self.lease.release()
@@ -364,7 +488,13 @@ class SandboxedKernelManager(AsyncKernelManager):
         session = self.session_folders
         runtime, scratch = session.folders(self.kernel_role)
         return self.sandbox.command(
-            argv, workdir=session.workdir, scratch=scratch, runtime=runtime, shared=[session.link], user=session.user
+            argv,
+            workdir=session.workdir,
+            scratch=scratch,
+            runtime=runtime,
+            shared=[session.link],
+            user=session.user,
+            cgroup=session.cgroup,
         )
 
     async def _async_launch_kernel(self, kernel_cmd, **kw):
