@@ -81,8 +81,8 @@ class ContextDecoder(nn.Module):
         outputs, state = self.recur(embedded, state, repeated_context)  # (B, T, H)
         return self.predict(outputs, repeated_context, embedded), state  # (B, T, V)
 
-    # The three parts of a step. Only the recurrence needs the previous state; chapter 4's attention
-    # decoder loops over it alone and embeds and predicts all steps at once.
+    # The three parts of a step. Only the recurrence needs the previous state, but chapter 4's attention
+    # decoder calls all three once per step, inside its loop (AttentionDecoder.forward says why).
 
     def embed(self, tokens: Tensor) -> Tensor:
         """``(B, T)`` token ids → ``(B, T, E)`` embeddings (with dropout while training)."""

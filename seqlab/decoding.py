@@ -85,12 +85,21 @@ def greedy_search(model, state, batch_size: int, max_len: int, device) -> tuple:
 def beam_search_one(model, state, max_len: int, beam_size: int, device, length_penalty: float = 0.0) -> list:
     """Beam search for a single source (``state`` has one row).
 
-    Keeps the ``beam_size`` best partial outputs by total log-probability. A hypothesis that emits eos
-    is finished; search stops when no live hypothesis can still beat the best finished one (with
-    ``length_penalty = 0`` scores only fall as outputs grow) or at ``max_len``.
+    At each step every live hypothesis is extended by every token, and the ``2 * beam_size`` best
+    extensions by total log-probability are taken in order: one that ends in eos is finished, the
+    others become the live hypotheses, until ``beam_size`` of them are live. The finished list keeps
+    its ``beam_size`` best by rank, ``score / length ** length_penalty`` (length counts eos).
+
+    The search stops at the first of:
+
+    * no live hypothesis is left;
+    * only with ``length_penalty = 0``: ``beam_size`` hypotheses have finished and the worst of them
+      scores at least as high as the best live one (scores only fall as outputs grow, so no live one
+      can overtake it); with a length penalty a rank can rise, and this early stop is off;
+    * step ``max_len``: the live hypotheses join the finished ones as they are, without eos.
 
     Returns:
-        The hypotheses, best first (at most ``beam_size``).
+        The hypotheses, best first by rank (at most ``beam_size``).
     """
     live_tokens = [[]]  # token lists of the live hypotheses
     live_scores = torch.zeros(1, device=device)  # (K,)

@@ -2,7 +2,7 @@
 
 Cho et al. (2014) and Sutskever et al. (2014): an encoder reads the source; a decoder writes the target
 one token at a time. In :class:`Seq2Seq` everything the decoder knows about the source passes through
-one fixed-size **context vector** c, the encoder's final state: the bottleneck. In
+one fixed-size **context vector** ctx, the encoder's final state: the bottleneck. In
 :class:`AttentionSeq2Seq` (Bahdanau et al., 2015) the decoder attends over all encoder states and
 builds a fresh context at every step.
 
