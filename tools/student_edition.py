@@ -77,6 +77,8 @@ STUDENT_GRADING = {
     "repair.py": "damaged nbgrader metadata repaired before grading",
     "review.py": "the cells listed for the instructor's review under the score table",
     "nbgrader_plugins.py": "the sanitizing and autograding steps that nbgrader_config.py names",
+    "intake.py": "what of a submission enters grading (nbgrader_plugins imports it)",
+    "sanitize.py": "students' outputs and markdown made inert (an autograding step nbgrader_config.py names)",
 }
 # Modules of seqlab/grading/ that serve the instructor only; the seqlab command runs without them (and says so).
 INSTRUCTOR_GRADING = {
@@ -306,6 +308,9 @@ def _harmless(node) -> bool:
     if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
         return True
     if isinstance(node, ast.Import | ast.ImportFrom):
+        return True
+    # SafeAutograde for the instructor's `nbgrader autograde` of a class: `seqlab grade` copies a notebook alone
+    if isinstance(node, ast.If) and ast.unparse(node.test) == "'nbgrader.apps.autogradeapp' in sys.modules":
         return True
     return isinstance(node, ast.Assign) and ast.unparse(node) == "c = get_config()"
 

@@ -271,6 +271,12 @@ class SandboxedExecute(_OutputLimits, Execute):
             memory_limit=box.total_memory_limit if box is not None else 0,
             process_limit=box.process_limit if box is not None else 0,
         )
+        session = self._session
+        if box is not None and session.user is not None and not (session.mounted and session.cgroup):
+            made = [("tmpfs", session.mounted), ("control group", session.cgroup)]
+            missing = [what for what, done in made if not done]
+            note += f" (without the notebook's own {' and '.join(missing)}: each process is limited on its own)"
+            nb.metadata["seqlab"]["sandbox"] = note
         self._ran = []  # (index, source) of the code cells run so far, to run again in a new kernel
         self._restarts = 0
         self._stopped = None  # why the cells below were not run, once they are not
