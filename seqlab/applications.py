@@ -59,16 +59,21 @@ def sentiment_experiment(
     batch_size: int = 32,
     seed: int = 0,
     device="cpu",
+    hidden_size: int = 64,
 ) -> dict:
     """Train a :class:`PooledClassifier` (``pooling="attention"`` or ``"last"``) on sentiment sentences.
 
+    ``hidden_size`` is the encoder's output size (both directions together): a larger one gives the
+    last-state reader as many parameters as attention pooling (a size-matched control).
+
     Returns ``accuracy`` and ``decisive_weight``: the mean share of the pooling weights that falls on the
-    decisive words (attention pooling only), with the model, ``test`` examples and ``vocab``.
+    decisive words (attention pooling only), ``correct``: one bool per test sentence (for paired
+    statistics), with the model, ``test`` examples and ``vocab``.
     """
     train, test = sentiment_task(n_train, seed=seed), sentiment_task(n_test, seed=seed + 10_000)
     vocab = Vocab.build(tokens for tokens, _, _ in train + test)
     torch.manual_seed(seed)
-    model = PooledClassifier(len(vocab), len(SENTIMENT_LABELS), pooling=pooling).to(device)
+    model = PooledClassifier(len(vocab), len(SENTIMENT_LABELS), hidden_size=hidden_size, pooling=pooling).to(device)
 
     def batches(epoch):
         return [sentiment_batch(chunk, vocab) for chunk in shuffled_chunks(train, batch_size, seed=seed + epoch)]
@@ -80,12 +85,13 @@ def sentiment_experiment(
     seconds = _train(model, batches, loss, epochs, 3e-3, device)
     src, lengths, labels = (t.to(device) for t in sentiment_batch(test, vocab))
     with torch.no_grad(), evaluating(model):
-        accuracy = (model(src, lengths).argmax(dim=1) == labels).float().mean().item()
+        correct = (model(src, lengths).argmax(dim=1) == labels).cpu()  # (B,)
+        accuracy = correct.float().mean().item()
         decisive = None
         if pooling == "attention":
             weights = model.attention_weights(src, lengths)  # (B, S)
             decisive = sum(weights[i, d].sum().item() for i, (_, _, d) in enumerate(test)) / len(test)
-    return _result(model, seconds, accuracy=accuracy, decisive_weight=decisive, test=test, vocab=vocab)
+    return _result(model, seconds, accuracy=accuracy, decisive_weight=decisive, correct=correct, test=test, vocab=vocab)
 
 
 def entailment_batch(examples: list, vocab: Vocab) -> tuple:
@@ -105,15 +111,20 @@ def entailment_experiment(
     batch_size: int = 32,
     seed: int = 0,
     device="cpu",
+    hidden_size: int = 64,
 ) -> dict:
     """Train an :class:`EntailmentClassifier` with or without word-by-word attention; ``accuracy`` on
-    held-out pairs, with the model, ``test`` pairs and ``vocab``; ``n_clauses`` is the premise's
-    number of clauses (:func:`~seqlab.data.entailment_task`)."""
+    held-out pairs and ``correct`` (one bool per pair, for paired statistics), with the model, ``test``
+    pairs and ``vocab``; ``n_clauses`` is the premise's number of clauses
+    (:func:`~seqlab.data.entailment_task`), ``hidden_size`` each encoder's state size (a larger one
+    gives conditional encoding as many parameters as attention: a size-matched control)."""
     train = entailment_task(n_train, n_clauses=n_clauses, seed=seed)
     test = entailment_task(n_test, n_clauses=n_clauses, seed=seed + 10_000)
     vocab = Vocab.build(sentence for p, h, _ in train + test for sentence in (p, h))
     torch.manual_seed(seed)
-    model = EntailmentClassifier(len(vocab), len(ENTAILMENT_LABELS), word_by_word=word_by_word).to(device)
+    model = EntailmentClassifier(
+        len(vocab), len(ENTAILMENT_LABELS), hidden_size=hidden_size, word_by_word=word_by_word
+    ).to(device)
 
     def batches(epoch):
         return [entailment_batch(chunk, vocab) for chunk in shuffled_chunks(train, batch_size, seed=seed + epoch)]
@@ -125,8 +136,8 @@ def entailment_experiment(
     seconds = _train(model, batches, loss, epochs, 3e-3, device)
     *inputs, labels = (t.to(device) for t in entailment_batch(test, vocab))
     with torch.no_grad(), evaluating(model):
-        accuracy = (model(*inputs).argmax(dim=1) == labels).float().mean().item()
-    return _result(model, seconds, accuracy=accuracy, test=test, vocab=vocab)
+        correct = (model(*inputs).argmax(dim=1) == labels).cpu()  # (B,)
+    return _result(model, seconds, accuracy=correct.float().mean().item(), correct=correct, test=test, vocab=vocab)
 
 
 def target_batch(targets: list, vocab: Vocab) -> tuple:
@@ -161,26 +172,35 @@ def captioning_experiment(
     batch_size: int = 32,
     seed: int = 0,
     device="cpu",
+    summary: str = "mean",
+    output_size: int = 32,
+    hidden_size: int = 64,
+    cell: int = 8,
+    lr: float = 3e-3,
 ) -> dict:
     """Train a :class:`MemorySeq2Seq` over a :class:`RegionCNN` on :func:`~seqlab.data.shapes_task`.
+
+    ``summary`` is what a decoder without attention reads (:class:`RegionCNN`'s argument): ``"mean"``,
+    the mean of the regions, or ``"flatten"``, all regions side by side, projected (it keeps where
+    each region is). ``output_size`` is each region's size M, ``hidden_size`` the decoder's state size,
+    ``cell`` each region's side in pixels (:func:`~seqlab.data.shapes_task`), ``lr`` Adam's learning rate.
 
     Returns ``exact_match`` (whole captions right), ``relation_accuracy`` (the relation word right) and
     ``binding_accuracy`` (both shapes with their colours in the right places), with the model,
     ``test_images``, ``test_captions``, ``outputs`` and ``vocab``.
     """
-    images, captions = shapes_task(n_train + n_test, seed=seed)
+    images, captions = shapes_task(n_train + n_test, cell=cell, seed=seed)
     vocab = Vocab.build(captions)
     torch.manual_seed(seed)
-    model = MemorySeq2Seq(RegionCNN(output_size=32), len(vocab), attention=attention).to(device)
+    memory_encoder = RegionCNN(output_size=output_size, summary=summary)
+    model = MemorySeq2Seq(memory_encoder, len(vocab), hidden_size=hidden_size, attention=attention).to(device)
     indices = list(range(n_train))
 
     def make_batch(chunk):
         return (images[chunk], None, *target_batch([captions[i] for i in chunk], vocab))
 
     test = list(range(n_train, n_train + n_test))
-    seconds, outputs = _train_and_decode(
-        model, make_batch, indices, test, vocab, epochs, batch_size, 3e-3, seed, device
-    )
+    seconds, outputs = _train_and_decode(model, make_batch, indices, test, vocab, epochs, batch_size, lr, seed, device)
     references = [captions[i] for i in test]
     relation = sum(o[2:3] == r[2:3] for o, r in zip(outputs, references)) / n_test
     binding = sum(o[:2] == r[:2] and o[-2:] == r[-2:] for o, r in zip(outputs, references)) / n_test
@@ -193,9 +213,13 @@ def captioning_experiment(
 
 def speech_experiment(
     attention: bool, pyramid: int = 0, n_train: int = 1500, n_test: int = 300, epochs: int = 5, batch_size: int = 32,
-    seed: int = 0, device="cpu",
+    seed: int = 0, device="cpu", hidden_size: int = 64, listener_size: int = 64, lr: float = 3e-3,
 ) -> dict:  # fmt: skip
     """Train a :class:`MemorySeq2Seq` over a :class:`Listener` on :func:`~seqlab.data.speech_task`.
+
+    ``hidden_size`` is the speller's state size, ``listener_size`` the listener's output size M
+    (larger ones give a model without attention as many parameters as one with it), ``lr`` Adam's
+    learning rate.
 
     Returns ``cer`` (:func:`character_error_rate` of greedy transcripts) and ``exact_match``, with the
     model, ``test`` triples, ``outputs`` and ``vocab``.
@@ -205,14 +229,16 @@ def speech_experiment(
     vocab = Vocab.build(chars for _, chars, _ in examples)
     torch.manual_seed(seed)
     n_bins = examples[0][0].shape[1]
-    model = MemorySeq2Seq(Listener(n_bins, 64, pyramid=pyramid), len(vocab), attention=attention).to(device)
+    model = MemorySeq2Seq(
+        Listener(n_bins, listener_size, pyramid=pyramid), len(vocab), hidden_size=hidden_size, attention=attention
+    ).to(device)
 
     def make_batch(chunk):
         lengths = torch.tensor([frames.shape[0] for frames, _, _ in chunk])  # (B,)
         frames = torch.nn.utils.rnn.pad_sequence([f for f, _, _ in chunk], batch_first=True)  # (B, S, F)
         return (frames, lengths, *target_batch([chars for _, chars, _ in chunk], vocab))
 
-    seconds, outputs = _train_and_decode(model, make_batch, train, test, vocab, epochs, batch_size, 3e-3, seed, device)
+    seconds, outputs = _train_and_decode(model, make_batch, train, test, vocab, epochs, batch_size, lr, seed, device)
     references = [chars for _, chars, _ in test]
     exact = sum(o == r for o, r in zip(outputs, references)) / len(test)
     return _result(

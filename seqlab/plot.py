@@ -1,4 +1,4 @@
-"""Plots the chapters share: attention heatmaps (chapters 4 to 6)."""
+"""Plots the chapters share: attention heatmaps (chapters 4 to 8)."""
 
 from pathlib import Path
 
@@ -13,8 +13,19 @@ font_manager.fontManager.addfont(str(_CJK_FONT))
 LABEL_FONTS = ["DejaVu Sans", font_manager.FontProperties(fname=_CJK_FONT).get_name()]
 
 
-def plot_attention(weights, src_tokens: list, out_tokens: list, ax=None, title: str | None = None):
-    """Draw an attention matrix: one row per output token, one column per source token.
+def plot_attention(
+    weights,
+    src_tokens: list,
+    out_tokens: list,
+    ax=None,
+    title: str | None = None,
+    *,
+    xlabel: str = "source",
+    ylabel: str = "output",
+    colorbar: bool = False,
+    vmax: float | None = 1.0,
+):
+    """Draw an attention matrix: one row per output token (query), one column per source token (key).
 
     Args:
         weights: ``(T, S)`` array or tensor; row t is the attention while writing ``out_tokens[t]``.
@@ -22,6 +33,11 @@ def plot_attention(weights, src_tokens: list, out_tokens: list, ax=None, title: 
         out_tokens: the T output tokens (row labels).
         ax: a matplotlib axis to draw on (a new figure when None).
         title: the axis title.
+        xlabel, ylabel: the axes' names, when the columns and rows are not a source and an output
+            (chapter 7: the premise and the hypothesis).
+        colorbar: draw a colour bar beside the axis, so a reader can read the weights off the shades.
+        vmax: the weight drawn black (1.0: full attention); None scales the shades to the largest
+            weight, for maps whose weights are all small.
 
     Returns:
         The axis. Darker is more weight; rows sum to 1.
@@ -36,11 +52,14 @@ def plot_attention(weights, src_tokens: list, out_tokens: list, ax=None, title: 
         )
     if ax is None:
         _, ax = plt.subplots(figsize=(0.45 * len(src_tokens) + 1.5, 0.4 * len(out_tokens) + 1))
-    ax.imshow(weights, cmap="Greys", vmin=0.0, vmax=1.0, aspect="auto")
+    top = float(weights.max()) if vmax is None else vmax  # the weight drawn black
+    image = ax.imshow(weights, cmap="Greys", vmin=0.0, vmax=top, aspect="auto")
     ax.set_xticks(range(len(src_tokens)), src_tokens, rotation=90, fontfamily=LABEL_FONTS)
     ax.set_yticks(range(len(out_tokens)), out_tokens, fontfamily=LABEL_FONTS)
-    ax.set_xlabel("source")
-    ax.set_ylabel("output")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if colorbar:
+        ax.figure.colorbar(image, ax=ax, label="attention weight")
     if title:
         ax.set_title(title, fontfamily=LABEL_FONTS)
     return ax

@@ -201,6 +201,54 @@ def test_region_cnn_regions_are_row_major_maxima():
     assert_close(summary, memory.mean(dim=1))
 
 
+def test_region_cnn_flattened_summary_keeps_positions_and_the_default_draws():
+    torch.manual_seed(7)
+    default = RegionCNN(output_size=5, grid=3)
+    torch.manual_seed(7)
+    flat = RegionCNN(output_size=5, grid=3, summary="flatten")
+    for name, parameter in default.named_parameters():  # the new layer is drawn after the others
+        assert torch.equal(parameter, dict(flat.named_parameters())[name]), name
+    images = torch.randn(2, 3, 9, 9)
+    memory, _, summary = flat(images, None)
+    assert summary.shape == (2, 5)
+    for b in range(2):  # the regions side by side, row-major, through one linear layer
+        assert_close(summary[b], flat.flat.weight @ torch.cat(list(memory[b])) + flat.flat.bias)
+    swapped = images.clone()  # move the contents of the first region to the last: only the flat summary notices
+    swapped[:, :, :3, :3], swapped[:, :, 6:, 6:] = images[:, :, 6:, 6:], images[:, :, :3, :3]
+    assert not torch.allclose(flat(swapped, None)[2], summary)
+    regions = memory - flat.position  # (B, 9, M): what each region holds
+    assert_close((regions[:, [8, 1, 2, 3, 4, 5, 6, 7, 0]] + flat.position).mean(dim=1), memory.mean(dim=1))
+    with pytest.raises(ValueError, match="summary must be 'mean' or 'flatten'"):
+        RegionCNN(summary="max")
+
+
+@pytest.mark.parametrize(
+    ("experiment", "kwargs", "figure"),
+    [
+        ("sentiment_experiment", {"pooling": "last", "hidden_size": 10}, "accuracy"),
+        ("entailment_experiment", {"word_by_word": False, "hidden_size": 6}, "accuracy"),
+        (
+            "captioning_experiment",
+            {"attention": False, "summary": "flatten", "output_size": 4, "hidden_size": 6, "cell": 4},
+            "exact_match",
+        ),
+        ("speech_experiment", {"attention": True, "hidden_size": 6, "listener_size": 4, "lr": 1e-3}, "cer"),
+    ],
+)
+def test_experiments_take_their_sizes_and_report_per_item_results(experiment, kwargs, figure):
+    from seqlab import applications
+
+    result = getattr(applications, experiment)(n_train=8, n_test=6, epochs=1, batch_size=4, **kwargs)
+    assert result["parameters"] == sum(p.numel() for p in result["model"].parameters())
+    assert 0.0 <= result[figure] <= 1.5
+    if "correct" in result:  # one bool per test item, for paired statistics
+        assert result["correct"].shape == (6,) and result["correct"].dtype == torch.bool
+        assert result["accuracy"] == pytest.approx(result["correct"].float().mean().item())
+    small = {"sentiment_experiment": ("encoder",), "entailment_experiment": ("premise_encoder",)}.get(experiment)
+    if small:  # the hidden size reached the model
+        assert getattr(result["model"], small[0]).rnn.hidden_size in (kwargs["hidden_size"], kwargs["hidden_size"] // 2)
+
+
 def test_pyramidal_listener_concatenates_neighbours():
     torch.manual_seed(5)
     listener = Listener(n_features=3, output_size=4, pyramid=1)

@@ -28,3 +28,18 @@ def test_every_chinese_character_of_the_tasks_has_a_glyph():
         ax = plot_attention(torch.rand(len(chinese), 2), ["a", "b"], chinese, title=" ".join(dates))
         ax.figure.canvas.draw()
     plt.close(ax.figure)
+
+
+def test_heatmap_labels_colour_bar_and_scale_are_optional():
+    weights = torch.tensor([[0.1, 0.3], [0.2, 0.2]])
+    ax = plot_attention(weights, ["a", "b"], ["x", "y"])  # the defaults other chapters rely on
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("source", "output")
+    assert len(ax.figure.axes) == 1 and ax.images[0].get_clim() == (0.0, 1.0)
+    plt.close(ax.figure)
+    ax = plot_attention(
+        weights, ["a", "b"], ["x", "y"], xlabel="premise", ylabel="hypothesis", colorbar=True, vmax=None
+    )
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("premise", "hypothesis")
+    assert len(ax.figure.axes) == 2  # the colour bar's own axis
+    assert ax.images[0].get_clim() == pytest.approx((0.0, 0.3))  # scaled to the largest weight
+    plt.close(ax.figure)

@@ -28,10 +28,11 @@ def _phrase(number: str, colour: str | None, noun: str) -> list[str]:
 def entailment_task(n: int, n_clauses: int = 2, seed: int = 0) -> list[tuple[list[str], list[str], str]]:
     """Premise/hypothesis pairs, the three labels equally likely.
 
-    The premise is two clauses, ``number [colour] noun verb while number [colour] noun verb``, about
-    things of two different hypernyms; in each clause the colour is left out a third of the time, and
-    the noun replaced by its hypernym another third. The hypothesis, ``number [colour] noun [do not]
-    verb``, is about one of the two clauses, drawn at random:
+    The premise is ``n_clauses`` clauses joined by ``while`` (two by default, ``number [colour] noun
+    verb while number [colour] noun verb``; chapter 7 uses three), about things of as many different
+    hypernyms (so at most three); in each clause the colour is left out a third of the time, and the
+    noun replaced by its hypernym another third. The hypothesis, ``number [colour] noun [do not]
+    verb``, is about one of the clauses, drawn at random:
 
     * **entailment**: the same number and verb, the same colour or none, the same noun or its hypernym;
     * **contradiction**: as an entailment, then exactly one change: another colour (when the clause
