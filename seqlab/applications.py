@@ -3,11 +3,15 @@ data with the same budget by :func:`seqlab.train.fit`, then measured on held-out
 
 * :func:`sentiment_experiment`: attention pooling against the last states (:class:`PooledClassifier`);
 * :func:`entailment_experiment`: word-by-word attention against conditional encoding;
-* :func:`captioning_experiment`: attention over image regions against their mean;
+* :func:`captioning_experiment`: attention over image regions against their mean, or against all
+  regions side by side (``summary="flatten"``: a baseline that keeps positions);
 * :func:`speech_experiment`: attention over the listener's states against its final states.
 
 Each returns a dict with the trained ``model``, its test figures, its parameter count, the training
-``seconds`` and the test data (for plots). Everything is generated with the given ``seed``.
+``seconds`` and the test data (for plots); the classifiers also return ``correct``, one bool per test
+item, for paired statistics (:func:`seqlab.claims.paired_gap`). Sizes are keyword arguments, so a
+baseline can be given as many parameters as the model it is compared with. Everything is generated
+with the given ``seed``.
 """
 
 import torch

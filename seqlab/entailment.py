@@ -11,7 +11,10 @@ hypothesis states::
     r_t = Y α_t + tanh(W^t r_{t-1})                       what the premise says about word t, so far
     h*  = tanh(W^p r_N + W^x h_N)                          the pair's representation, N the last word
 
-and a linear layer maps ``h*`` to the three labels (entailment, contradiction, neutral).
+and a linear layer maps ``h*`` to the three labels (entailment, contradiction, neutral). Chapter 7
+writes the same equations in the book's notation: ``h^p_i`` for Y's columns (the premise's states),
+``W_k`` for ``W^y``, ``W_q`` for ``[W^h W^r]`` (with a bias ``b``), ``W_carry`` for ``W^t``, ``W_pair``
+for ``[W^p W^x]`` (with a bias), and ``T`` for the hypothesis's last word ``N``.
 """
 
 import torch

@@ -10,7 +10,11 @@ label?") score every position's state and takes the weighted sum (Yang et al., 2
     pooled  = weights @ states                (B, 1, D)
 
 It is chapter 4's :class:`~seqlab.attention.Attention` with a query that is a parameter, not a
-decoder state.
+decoder state. With the additive score, ``e_i = wᵀ tanh(W_k h_i + W_q q + b)``: since ``q`` is the
+same for every sequence, ``q`` and ``W_q`` reach the scores only through the one vector ``W_q q + b``,
+which the bias ``b`` alone could learn, so their ``D_q + A·D_q`` numbers are redundant parameters
+(kept so that the module is chapter 4's ``Attention`` unchanged). Yang et al.'s learned query
+("word context vector") ``u_w`` is our ``w``.
 """
 
 import torch
@@ -28,7 +32,8 @@ class AttentionPooling(nn.Module):
 
     Args:
         input_size: D, the size of each state (the keys and values).
-        query_size: the size of the learned query (and of the additive scorer's hidden layer).
+        query_size: D_q, the size of the query parameter ``q``, and A, the additive scorer's hidden size
+            (the two are equal here).
 
     Shape:
         - states ``(B, S, D)``, mask ``(B, S)`` bool (True at real positions) → pooled ``(B, D)``,
