@@ -669,6 +669,8 @@ def test_the_course_configuration_keeps_nbgraders_default_preprocessors():
     autograde = []
     for n in defaults("autograde_preprocessors"):
         autograde.append("seqlab.grading.executor.SandboxedExecute" if n == "nbgrader.preprocessors.Execute" else n)
+        if n == "nbgrader.preprocessors.Execute":
+            autograde.append("seqlab.grading.sanitize.SanitizeMarkup")
         if n == "nbgrader.preprocessors.SaveAutoGrades":
             autograde.append(f"{plugins}.FlagForReview")
     assert list(config.Autograde.autograde_preprocessors) == autograde
@@ -833,8 +835,8 @@ def test_a_second_run_grades_nothing(cycle):
 
 
 def test_a_changed_submission_is_regraded_alone_and_an_unreadable_one_is_reported(cycle):
-    """The syntax error fixed: graded again (full marks), nothing else; a notebook that is not JSON fails with
-    nbgrader's reason, in the table and its log, and does not stop the other (exit status 1)."""
+    """The syntax error fixed: graded again (full marks), nothing else; a notebook that is not JSON is refused
+    as corrupt by the intake, with the reason, in the table, and does not stop the other (exit status 1)."""
     run = cycle["runs"]["changed"]
     fixed, total = cycle["fixed"]
     assert by_status(run) == {
@@ -846,7 +848,7 @@ def test_a_changed_submission_is_regraded_alone_and_an_unreadable_one_is_reporte
     written = sum(cycle["exercises"][fixed].written.values())  # answered: the instructor's to grade
     assert (row["why"], row["score"], row["max_score"]) == ("changed", total - written, total)
     reason = rows(run)[EXERCISES[0], "corrupt"]["reason"]
-    assert "NotJSONError" in reason, reason
+    assert reason.startswith("refused: corrupt notebook") and "not valid JSON" in reason, reason
     assert reason in run["output"] and "corrupt" in run["output"]
     assert "1 graded" in run["output"] and "1 failed" in run["output"]
 

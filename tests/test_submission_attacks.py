@@ -266,7 +266,9 @@ def test_the_sanitiser_keeps_images_and_text_and_drops_what_runs():
         f'<img src="{png}"><a href="https://ok.example" rel="noopener noreferrer">ok</a>'
     )
     assert clean_html('<img src="data:image/svg+xml;base64,PHN2Zz4=">') == "<img>"
-    assert clean_markdown("a < b, > quoted, $x<y$") == "a < b, > quoted, $x<y$"  # no HTML: as written
+    assert clean_markdown("a < b, > quoted") == "a < b, > quoted"  # no HTML: as written
+    assert clean_markdown("$x<y$ and $$a>b$$") == r"$x\lt y$ and $$a\gt b$$"  # TeX's own, drawn the same
+    assert "<img" not in clean_markdown("$<img src=x onerror=alert(1)>$ <b>x</b>")  # a formula, no tag
     assert clean_markdown("[x](JaVa&#115;cript:alert(1))") == "[x](#unsafe-link))"
 
 

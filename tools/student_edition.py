@@ -125,6 +125,11 @@ INSTRUCTOR_TESTS = {
     "test_prose_figures.py": "the chapters' prose against their outputs, for whoever writes them",
     "test_student_edition.py": "builds this edition from the course",
     "test_workflow.py": "the course's GitHub workflow",
+    "test_claims.py": "the chapters' tolerance words against their assertions, for whoever writes them",
+    "test_notation.py": "the book's notation and glossary, for whoever writes them",
+    "test_coverage_seeds.py": "re-runs book/runs/coverage_seeds.py, chapter 6's seeds, for whoever writes it",
+    "test_submission_attacks.py": "grades attacking submissions with solutions/ and a gradebook",
+    "test_formgrader_browser.py": "the instructor's formgrader in Chromium, with solutions/",
 }
 
 # nbgrader_config.py: the settings of these nbgrader classes (and seqlab's) are the grading rules, which

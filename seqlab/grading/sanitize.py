@@ -15,7 +15,8 @@ only what cannot run:
 * nothing else: ``application/javascript``, ``image/svg+xml`` (an SVG can carry script), widgets, LaTeX
   and every other type are removed, and an output left with nothing says what was removed.
 
-A markdown cell with HTML in it goes through nh3 the same way, and every markdown link or image whose
+In formulas (``$…$``, ``$$…$$``), ``<`` and ``>`` become TeX's ``\\lt`` and ``\\gt``. A markdown cell
+with HTML in it goes through nh3 the same way, and every markdown link or image whose
 target is a ``javascript:``, ``vbscript:``, ``data:`` or ``file:`` URL (entities and spaces undone
 first) points at ``#unsafe-link`` instead. A markdown cell without HTML is left as it is, so that
 ``a < b`` and quotes read as the student wrote them. Attachments keep only images of the three types;
@@ -34,6 +35,7 @@ __all__ = ["SanitizeMarkup", "clean_html", "clean_markdown", "clean_notebook", "
 IMAGES = ("image/png", "image/jpeg", "image/gif")
 SCHEMES = {"http", "https", "mailto", "data"}  # data: only for images, by _only_image_data
 UNSAFE_SCHEMES = ("javascript:", "vbscript:", "data:", "file:")
+MATH = re.compile(r"\$\$.+?\$\$|\$[^$\n]+?\$", re.S)
 TAG = re.compile(r"<[A-Za-z!/?]")  # what a browser would parse as a tag ("a < b" is text)
 BASE64 = re.compile(r"[A-Za-z0-9+/=\s]*")
 DATA_IMAGE = re.compile(r"data:image/(png|jpeg|gif);base64,[A-Za-z0-9+/=\s]*", re.I)
@@ -61,6 +63,9 @@ def _unsafe(target: str) -> bool:
 
 def clean_markdown(text: str) -> str:
     """Markdown that renders without running anything (see the module docstring)."""
+    # Inside formulas "<" and ">" become TeX's \lt and \gt, which MathJax draws the same: a browser never
+    # reads "$x<y$" as the start of a tag, and "$<img onerror=…>$" is a formula, not an image.
+    text = MATH.sub(lambda m: m[0].replace("<", r"\lt ").replace(">", r"\gt "), text)
     if TAG.search(text):
         text = clean_html(text)
     text = INLINE_TARGET.sub(lambda m: m[1] + ("#unsafe-link" if _unsafe(m[2]) else m[2]), text)
