@@ -65,7 +65,7 @@ def sentiment_experiment(
     device="cpu",
     hidden_size: int = 64,
 ) -> dict:
-    """Train a :class:`PooledClassifier` (``pooling="attention"`` or ``"last"``) on sentiment sentences.
+    """Train a :class:`PooledClassifier` (``pooling="attention"``, ``"last"`` or ``"mean"``) on sentiment sentences.
 
     ``hidden_size`` is the encoder's output size (both directions together): a larger one gives the
     last-state reader as many parameters as attention pooling (a size-matched control).

@@ -72,13 +72,16 @@ class PooledClassifier(nn.Module):
         num_classes: the number of labels.
         embedding_size, hidden_size: as for the models of chapters 3 and 4 (``hidden_size`` is the
             size of each encoder output, both directions together).
-        pooling: ``"attention"`` (:class:`AttentionPooling` over all positions) or ``"last"`` (the
+        pooling: ``"attention"`` (:class:`AttentionPooling` over all positions), ``"last"`` (the
             encoder's final states, both directions concatenated: chapter 1's many-to-one classifier,
-            made bidirectional and aware of padding).
+            made bidirectional and aware of padding) or ``"mean"`` (the mean of the real positions'
+            states: attention pooling with every weight ``1 / length``, the control that tells the
+            weights' share of a gain from pooling's).
 
     Shape:
         - ``model(src (B, S), src_lengths (B,)) → logits (B, num_classes)``.
         - ``model.attention_weights(src, src_lengths) → (B, S)`` (attention pooling only).
+        - ``model.encode(src, src_lengths) → (pooled (B, H), weights (B, S) or None)``.
 
     Taught in chapter 7.
     """
@@ -92,18 +95,21 @@ class PooledClassifier(nn.Module):
         pooling: str = "attention",
     ):
         super().__init__()
-        if pooling not in ("attention", "last"):
-            raise ValueError(f"pooling must be 'attention' or 'last', got {pooling!r}")
+        if pooling not in ("attention", "last", "mean"):
+            raise ValueError(f"pooling must be 'attention', 'last' or 'mean', got {pooling!r}")
         self.pooling = pooling
         self.encoder = Encoder(vocab_size, embedding_size, per_direction(hidden_size, True), bidirectional=True)
         self.pool = AttentionPooling(hidden_size) if pooling == "attention" else None
         self.output = nn.Linear(hidden_size, num_classes)
 
     def encode(self, src: Tensor, src_lengths: Tensor) -> tuple:
-        """The pooled vector ``(B, H)`` and the pooling weights ``(B, S)`` (None for ``"last"``)."""
+        """The pooled vector ``(B, H)`` and the pooling weights ``(B, S)`` (None for ``"last"`` and ``"mean"``)."""
         states, final = self.encoder(src, src_lengths)  # (B, S, H), (2, B, H/2)
-        if self.pool is None:
+        if self.pooling == "last":
             return last_layer_directions(hidden_state(final), 1, 2)[-1], None  # (B, H)
+        if self.pooling == "mean":
+            mask = lengths_to_mask(src_lengths, src.shape[1]).to(src.device).unsqueeze(2)  # (B, S, 1)
+            return (states * mask).sum(dim=1) / mask.sum(dim=1), None  # (B, H): the real positions' mean
         return self.pool(states, lengths_to_mask(src_lengths, src.shape[1]).to(src.device))  # (B, H), (B, S)
 
     def forward(self, src: Tensor, src_lengths: Tensor) -> Tensor:
@@ -111,5 +117,5 @@ class PooledClassifier(nn.Module):
 
     def attention_weights(self, src: Tensor, src_lengths: Tensor) -> Tensor:
         if self.pool is None:
-            raise ValueError("a PooledClassifier with pooling='last' has no attention weights")
+            raise ValueError(f"a PooledClassifier with pooling={self.pooling!r} has no attention weights")
         return self.encode(src, src_lengths)[1]  # (B, S)

@@ -148,6 +148,21 @@ def test_pooled_classifier_last_states_are_both_directions_at_their_ends():
     assert (attention_model.attention_weights(src, lengths)[1, 2] == 0).all()
 
 
+def test_pooled_classifier_mean_is_the_mean_of_the_real_states():
+    torch.manual_seed(8)
+    model = PooledClassifier(vocab_size=10, num_classes=2, embedding_size=4, hidden_size=6, pooling="mean")
+    src, lengths = torch.tensor([[4, 5, 6], [7, 8, 0]]), torch.tensor([3, 2])
+    pooled, weights = model.encode(src, lengths)
+    outputs, _ = model.encoder(src, lengths)  # (B, S, 6)
+    assert weights is None
+    assert_close(pooled, torch.stack([outputs[0].mean(dim=0), outputs[1, :2].mean(dim=0)]))
+    assert model(src, lengths).shape == (2, 2)
+    with pytest.raises(ValueError, match="pooling='mean' has no attention weights"):
+        model.attention_weights(src, lengths)
+    with pytest.raises(ValueError, match="pooling must be 'attention', 'last' or 'mean'"):
+        PooledClassifier(10, 2, pooling="max")
+
+
 def test_encoder_initial_state_fused_and_from_scratch_agree():
     torch.manual_seed(2)
     fused = Encoder(10, 4, 5, bidirectional=False)
