@@ -7,9 +7,11 @@ maps a small image to a ``grid × grid`` map (a max over each region); each regi
 a learned embedding of its position, so that a decoder that attends to a region knows where it is.
 
 The summary, what a decoder without attention reads, is by default the mean of the regions. Averaging
-adds the nine position vectors into one constant, so the mean cannot say where anything was; the
-``"flatten"`` summary keeps every region in its place (all of them side by side, then one linear layer
-down to M), a baseline without attention that still knows positions.
+adds the nine position vectors into one constant and does not change when contents trade regions, so
+the mean keeps next to nothing of where anything was (only the convolution's zero padding at the
+image's edge can leave a trace); the ``"flatten"`` summary keeps every region in its place (all of
+them side by side, then one linear layer down to M), a baseline without attention that still knows
+positions.
 """
 
 import torch
