@@ -35,8 +35,8 @@ c.ClearOutput.remove_metadata_fields = {"collapsed", "scrolled", "execution"}
 # copy that holds its regular files only (no symbolic or hard link, device, FIFO or socket is followed,
 # copied or read; each is listed in the notebook's notes), its one notebook under the exercise's name
 # (a browser's "ex01_lstm_cell (1).ipynb" is graded; two notebooks are refused, naming both), a corrupt
-# notebook refused as corrupt. nbgrader has no setting for its converter, so this replaces the class that
-# `nbgrader autograde`, NbGraderAPI and the formgrader's autograde button all take from one module.
+# notebook refused as corrupt. nbgrader has no setting for its converter, so this replaces the class where
+# `nbgrader autograde` and NbGraderAPI (the formgrader's autograde button) take it from.
 # (When this file is read by anything but nbgrader, e.g. `seqlab grade` for its settings, nothing is done.)
 if "nbgrader.apps.autogradeapp" in sys.modules:
     from seqlab.grading.nbgrader_plugins import install_safe_autograde
@@ -92,11 +92,12 @@ c.Autograde.pre_convert_hook = "seqlab.grading.executor.refuse_without_sandbox"
 c.Execute.iopub_timeout = 10  # seconds for a cell's last outputs after its reply (a busy machine is slow)
 c.Autograde.autograde_preprocessors = [
     "seqlab.grading.executor.SandboxedExecute",  # instead of nbgrader.preprocessors.Execute
-    "seqlab.grading.sanitize.SanitizeMarkup",  # added: students' outputs and markdown as inert HTML
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "nbgrader.preprocessors.LimitOutput",
     "nbgrader.preprocessors.SaveAutoGrades",
+    "seqlab.grading.sanitize.SanitizeMarkup",  # added: students' outputs and markdown as inert HTML (after the
+    # grades are saved, so that nbgrader judges a written answer on what the student wrote)
     "seqlab.grading.nbgrader_plugins.FlagForReview",  # added
     "nbgrader.preprocessors.AssignLatePenalties",
     "nbgrader.preprocessors.CheckCellMetadata",

@@ -669,10 +669,8 @@ def test_the_course_configuration_keeps_nbgraders_default_preprocessors():
     autograde = []
     for n in defaults("autograde_preprocessors"):
         autograde.append("seqlab.grading.executor.SandboxedExecute" if n == "nbgrader.preprocessors.Execute" else n)
-        if n == "nbgrader.preprocessors.Execute":
-            autograde.append("seqlab.grading.sanitize.SanitizeMarkup")
         if n == "nbgrader.preprocessors.SaveAutoGrades":
-            autograde.append(f"{plugins}.FlagForReview")
+            autograde += ["seqlab.grading.sanitize.SanitizeMarkup", f"{plugins}.FlagForReview"]
     assert list(config.Autograde.autograde_preprocessors) == autograde
     sanitize = []
     for n in defaults("sanitize_preprocessors"):

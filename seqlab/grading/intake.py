@@ -23,12 +23,17 @@ directly.
 import errno
 import json
 import os
+import re
 import stat
+import warnings
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
 from pathlib import Path
 
-__all__ = ["Intake", "SubmissionRefused", "inspect", "json_depth", "read_notebook_json", "stage"]
+import nbformat
+
+__all__ = ["Intake", "SubmissionRefused", "check_folder", "check_names", "inspect", "json_depth", "read_notebook_json"]
+__all__ += ["leave_out_shadowed", "read_regular", "stage", "the_notebook"]
 
 MAX_FILE_BYTES = 64 * 2**20  # a file larger than this is refused (a notebook with its outputs is far smaller)
 MAX_TOTAL_BYTES = 256 * 2**20  # all of a submission's accepted files together
@@ -54,6 +59,17 @@ class Intake:
     def notes(self) -> list:
         """One line per refused entry, as the grader writes them into the notebook and the class summary."""
         return [f"not graded: {item}" for item in self.refused]
+
+
+ODD_NAME = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _utf8(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+        return True
+    except UnicodeEncodeError:  # a byte that is not UTF-8, kept by Python as a surrogate
+        return False
 
 
 def _kind(mode: int) -> str | None:
@@ -87,6 +103,10 @@ def inspect(folder, ignore=IGNORED) -> Intake:
             rel = f"{relative}{entry.name}"
             if any(fnmatch(entry.name, pattern) for pattern in ignore):
                 continue
+            if ODD_NAME.search(entry.name) or not _utf8(entry.name):
+                entries += 1
+                intake.refused.append(f"{ascii(relative + entry.name)}: a name with control characters or not UTF-8")
+                continue
             entries += 1
             if entries > MAX_ENTRIES:
                 intake.refused.append(f"{rel}: more than {MAX_ENTRIES} files and folders; the rest is not read")
@@ -119,22 +139,52 @@ def inspect(folder, ignore=IGNORED) -> Intake:
     return intake
 
 
-def read_regular(path, limit: int = MAX_FILE_BYTES) -> bytes:
-    """The bytes of the regular file at ``path``, opened without following a link and checked once open."""
+def read_regular(folder, rel: str, limit: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of the regular file ``rel`` under ``folder``: every folder on the way and the file itself
+    opened relative to the one before, none of them through a link (a folder swapped for a link between
+    :func:`inspect` and this read is refused, not followed), and the file checked once open."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(folder, flags | os.O_DIRECTORY)
+        try:
+            for part in rel.split("/")[:-1]:
+                inner = os.open(part, flags | os.O_DIRECTORY, dir_fd=fd)
+                os.close(fd)
+                fd = inner
+            file = os.open(rel.split("/")[-1], flags | os.O_NONBLOCK, dir_fd=fd)
+        finally:
+            os.close(fd)
     except OSError as error:
-        if error.errno == errno.ELOOP:
-            raise SubmissionRefused(f"{path} is a symbolic link") from None
+        if error.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise SubmissionRefused(f"{rel} changed into a link or a file while it was read") from None
         raise
-    with os.fdopen(fd, "rb") as f:
+    with os.fdopen(file, "rb") as f:
         info = os.fstat(f.fileno())
         if not stat.S_ISREG(info.st_mode) or info.st_nlink > 1:
-            raise SubmissionRefused(f"{path} is no longer a regular file with one name")
+            raise SubmissionRefused(f"{rel} is no longer a regular file with one name")
         data = f.read(limit + 1)
     if len(data) > limit:
-        raise SubmissionRefused(f"{path} has more than {limit:,} bytes")
+        raise SubmissionRefused(f"{rel} has more than {limit:,} bytes")
     return data
+
+
+SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}")
+
+
+def check_names(student: str, exercise: str) -> None:
+    """Student ids and exercise names become paths, gradebook rows and text in the formgrader's pages (which
+    nbgrader does not escape everywhere): letters, digits and ``. _ @ + -``, not starting with a sign."""
+    for what, name in (("student id", student), ("exercise name", exercise)):
+        if not SAFE_NAME.fullmatch(name):
+            raise SubmissionRefused(f"the {what} {ascii(name)} is not letters, digits and . _ @ + - only")
+
+
+def check_folder(folder) -> None:
+    """The submission's folder and its student's folder are real folders, not links to elsewhere."""
+    for path in (Path(folder), Path(folder).parent):
+        mode = os.lstat(path).st_mode
+        if not stat.S_ISDIR(mode):
+            raise SubmissionRefused(f"{path.name} is {_kind(mode) or 'a file'}, not a folder; links are never followed")
 
 
 def json_depth(text: str) -> int:
@@ -173,6 +223,13 @@ def read_notebook_json(data: bytes, name: str) -> dict:
         raise SubmissionRefused(f"corrupt notebook {name}: not valid JSON ({str(error)[:120]})") from None
     if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
         raise SubmissionRefused(f"corrupt notebook {name}: it has no list of cells")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # nbformat warns about cells without ids, which it then adds
+            nbformat.validate(nbformat.reads(text, as_version=4, capture_validation_error={}))
+    except Exception as error:  # nbformat raises several kinds (ValidationError, NBFormatError, KeyError, ...)
+        first = (str(error).strip().splitlines() or [type(error).__name__])[0][:120]
+        raise SubmissionRefused(f"corrupt notebook {name}: it does not follow the notebook format ({first})") from None
     return nb
 
 
@@ -190,6 +247,15 @@ def the_notebook(intake: Intake, exercise: str) -> str:
     return intake.notebooks[0]
 
 
+def leave_out_shadowed(intake: Intake, target: str, notebook: str) -> list:
+    """The files in a folder named as the notebook will be (``ex01_lstm_cell.ipynb/``): refused, since the
+    notebook takes that name; returns them."""
+    shadowed = [rel for rel in intake.files if rel != notebook and rel.split("/")[0] == target]
+    intake.files = [rel for rel in intake.files if rel not in shadowed]
+    intake.refused += [f"{rel}: in a folder named as the notebook ({target})" for rel in shadowed]
+    return shadowed
+
+
 def stage(folder, dest, exercise: str, notebook_name: str | None = None, ignore=IGNORED) -> Intake:
     """Copy the accepted files of the submission in ``folder`` into the new folder ``dest``; its one
     notebook becomes ``<notebook_name or exercise>.ipynb``. Returns what was found (refusals included)."""
@@ -197,14 +263,18 @@ def stage(folder, dest, exercise: str, notebook_name: str | None = None, ignore=
     intake = inspect(folder, ignore)
     notebook = the_notebook(intake, exercise)
     dest.mkdir(parents=True)
+    target = f"{notebook_name or exercise}.ipynb"
+    shadowed = leave_out_shadowed(intake, target, notebook)
     for rel in intake.files:
-        data = read_regular(folder / rel)
+        if rel in shadowed:
+            continue
+        data = read_regular(folder, rel)
         if rel == notebook:
             read_notebook_json(data, rel)
-            rel = f"{notebook_name or exercise}.ipynb"
+            rel = target
         elif rel.endswith(".ipynb") and "/" not in rel:
             continue  # only the notebook is a notebook
-        target = dest / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
+        copy = dest / rel
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        copy.write_bytes(data)
     return intake

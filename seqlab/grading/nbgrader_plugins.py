@@ -17,19 +17,19 @@ import glob
 import os
 import re
 import shutil
-import stat
 import tempfile
 from pathlib import Path
 
 import nbformat
 from nbgrader.api import Gradebook
+from nbgrader.apps import api as nbgrader_api
 from nbgrader.apps import autogradeapp
 from nbgrader.converters import Autograde
 from nbgrader.plugins import CsvExportPlugin
 from nbgrader.preprocessors import ClearHiddenTests, NbGraderPreprocessor, OverwriteCells
 
 from seqlab.grading.executor import add_notes, exercise_cells
-from seqlab.grading.intake import PLACEHOLDER, SubmissionRefused, stage
+from seqlab.grading.intake import PLACEHOLDER, SubmissionRefused, check_folder, check_names, stage
 from seqlab.grading.repair import canonical_metadata, missing_cells, repair_metadata
 from seqlab.grading.review import findings
 
@@ -212,13 +212,15 @@ class SafeAutograde(Autograde):
         regexp = re.compile(coursedir.format_path(step, "(?P<student>[^/]+)", "(?P<exercise>[^/]+)", escape=True))
         for path in sorted(glob.glob(pattern)):
             match = regexp.fullmatch(path)
-            if match is None or not stat.S_ISDIR(os.lstat(path).st_mode):
+            if match is None:
                 continue
             student, exercise = match["student"], match["exercise"]
             dest = Path(coursedir.format_path(self._intake_directory, student, exercise))
             try:
+                check_names(student, exercise)
+                check_folder(path)
                 intake = stage(path, dest, exercise, ignore=tuple(coursedir.ignore))
-            except SubmissionRefused as refused:
+            except (SubmissionRefused, OSError) as refused:
                 # A placeholder lets nbgrader find the submission, and init_assignment fail it with the reason
                 # (nbgrader reports the failure and grades the other submissions).
                 shutil.rmtree(dest, ignore_errors=True)
@@ -251,7 +253,9 @@ class SafeAutograde(Autograde):
 
 
 def install_safe_autograde() -> None:
-    """Make every autograde of this process use :class:`SafeAutograde`: nbgrader's command line, the
-    formgrader's autograde button and ``NbGraderAPI`` all take the converter from this one module
-    attribute (nbgrader has no setting for it). ``nbgrader_config.py`` calls it when nbgrader reads it."""
+    """Make every autograde of this process use :class:`SafeAutograde`: nbgrader's command line takes the
+    converter from ``nbgrader.apps.autogradeapp``, ``NbGraderAPI`` (the formgrader's autograde button, and
+    ``seqlab grade``) from ``nbgrader.apps.api`` (nbgrader has no setting for it). ``nbgrader_config.py``
+    calls it when nbgrader reads it."""
     autogradeapp.Autograde = SafeAutograde
+    nbgrader_api.Autograde = SafeAutograde

@@ -412,17 +412,28 @@ class KernelSession:
         # cannot fill the grader's disk, and many files of the largest size add up to this at most.
         self.mounted = bool(disk_limit and self.user is not None and _mount_tmpfs(self.root, disk_limit))
         self.link = self._own(os.path.join(self.root, "link"))
+        self._starts = {}  # kernel name -> how many runtime folders it was given
         # Memory and processes of all the session's kernels together, where control groups can be made.
         name = os.path.basename(self.root)
         self.cgroup = ControlGroup.create(name, memory_limit, process_limit) if self.user else None
 
     def folders(self, name: str) -> tuple:
-        """``(runtime, scratch)`` of the kernel ``name``, made on first use. Only the student's kernel's
-        scratch holds the submission's files: the verdict kernel starts in an empty folder, so nothing a
-        student handed in (a ``torch.py``) is importable there."""
-        runtime, scratch = os.path.join(self.root, f"{name}-run"), os.path.join(self.root, f"{name}-work")
-        if not os.path.isdir(runtime):
-            self._own(runtime)
+        """``(runtime, scratch)`` for a kernel ``name``: a new :meth:`runtime` and its :meth:`scratch`."""
+        return self.runtime(name), self.scratch(name)
+
+    def runtime(self, name: str) -> str:
+        """A new runtime folder for one start of the kernel ``name`` (its connection file and sockets). A
+        kernel can write to its runtime folder: a new one for each start means that the grader (root) never
+        writes where a kernel that ran before could have left a link."""
+        self._starts[name] = self._starts.get(name, 0) + 1
+        return self._own(os.path.join(self.root, f"{name}-run{self._starts[name]}"))
+
+    def scratch(self, name: str) -> str:
+        """The working folder of the kernel ``name``, made on first use. Only the student's kernel's holds
+        the submission's files: the verdict kernel starts in an empty folder, so nothing a student handed in
+        (a ``torch.py``) is importable there."""
+        scratch = os.path.join(self.root, f"{name}-work")
+        if not os.path.isdir(scratch):
             if name == "verdict":
                 os.mkdir(scratch)
             else:
@@ -431,7 +442,7 @@ class KernelSession:
             for folder, dirs, files in os.walk(scratch) if self.user is not None else ():
                 for path in [folder] + [os.path.join(folder, n) for n in dirs + files]:
                     os.chown(path, *self.user, follow_symlinks=False)
-        return runtime, scratch
+        return scratch
 
     def _own(self, folder: str) -> str:
         os.mkdir(folder, 0o700)
@@ -469,15 +480,18 @@ class SandboxedKernelManager(AsyncKernelManager):
     session_folders = Instance(KernelSession)
     kernel_role = Unicode("student", help="which of the session's kernels: its folders' name")
     log_file = Unicode()
+    runtime_folder = Unicode()
 
     def __init__(self, **kwargs):
         session, role = kwargs["session_folders"], kwargs.get("kernel_role", "student")
-        runtime, _ = session.folders(role)
+        runtime = session.runtime(role)  # a new one for every manager: a kernel after a lost one too
         kwargs.setdefault("transport", "ipc")
         kwargs.setdefault("connection_file", os.path.join(runtime, "kernel.json"))
         kwargs.setdefault("ip", os.path.join(runtime, "k"))
         super().__init__(**kwargs)
-        self.log_file = os.path.join(runtime, "kernel.log")
+        self.runtime_folder = runtime
+        # beside the runtime folder, in the session's folder, which no kernel can write to
+        self.log_file = f"{runtime}.log"
 
     def format_kernel_cmd(self, extra_arguments=None) -> list:
         argv = super().format_kernel_cmd(extra_arguments)
@@ -486,12 +500,11 @@ class SandboxedKernelManager(AsyncKernelManager):
         if self.sandbox is None:
             return argv
         session = self.session_folders
-        runtime, scratch = session.folders(self.kernel_role)
         return self.sandbox.command(
             argv,
             workdir=session.workdir,
-            scratch=scratch,
-            runtime=runtime,
+            scratch=session.scratch(self.kernel_role),
+            runtime=self.runtime_folder,
             shared=[session.link],
             user=session.user,
             cgroup=session.cgroup,
@@ -500,11 +513,12 @@ class SandboxedKernelManager(AsyncKernelManager):
     async def _async_launch_kernel(self, kernel_cmd, **kw):
         user = self.session_folders.user
         if self.sandbox is not None and user is not None:  # written by the grader, mode 600
-            os.chown(self.connection_file, *user)
-        kw["cwd"] = self.session_folders.folders(self.kernel_role)[1]
+            os.chown(self.connection_file, *user, follow_symlinks=False)
+        kw["cwd"] = self.session_folders.scratch(self.kernel_role)
         # The kernel's own stdout and stderr go to a file, never to the grader's pipes: a process the
         # kernel leaves behind cannot keep `seqlab grade` waiting for them to close.
-        with open(self.log_file, "ab") as log:
+        fd = os.open(self.log_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        with os.fdopen(fd, "ab") as log:
             kw.update(stdin=subprocess.DEVNULL, stdout=log, stderr=log)
             await super()._async_launch_kernel(kernel_cmd, **kw)
 
@@ -519,7 +533,7 @@ class SandboxedKernelManager(AsyncKernelManager):
 
     def log_tail(self, lines: int = 20) -> str:
         try:
-            with open(self.log_file, "rb") as log:
+            with os.fdopen(os.open(self.log_file, os.O_RDONLY | os.O_NOFOLLOW), "rb") as log:
                 return b"\n".join(log.read()[-20000:].splitlines()[-lines:]).decode(errors="replace")
         except OSError:
             return ""

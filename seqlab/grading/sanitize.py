@@ -4,8 +4,8 @@ What the grader writes (the autograded notebook, and from it the feedback HTML a
 formgrader shows the instructor) holds what a student's code displayed and what a student wrote. Both
 are rendered as HTML in the instructor's browser, logged in to the formgrader, whose API can change any
 grade; so a ``display(HTML("<script>…"))`` or a written answer with ``<img onerror=…>`` must arrive as
-data. :class:`SanitizeMarkup`, an autograding step placed right after execution, keeps of each output
-only what cannot run:
+data. :class:`SanitizeMarkup`, an autograding step placed right after nbgrader saves the grades, keeps of
+each output only what cannot run:
 
 * ``text/plain``, and PNG, JPEG and GIF images (base64 text; their width and height when numbers);
 * ``text/html`` and ``text/markdown``, through nh3 (the maintained binding of the Rust sanitiser ammonia):
@@ -26,21 +26,21 @@ notebook's widget state goes.
 
 import html
 import re
+from html.parser import HTMLParser
 
 import nh3
+from nbconvert.filters.markdown_mistune import markdown2html_mistune
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-__all__ = ["SanitizeMarkup", "clean_html", "clean_markdown", "clean_notebook", "clean_output"]
+__all__ = ["SanitizeMarkup", "active_parts", "clean_html", "clean_markdown", "clean_notebook", "clean_output"]
 
 IMAGES = ("image/png", "image/jpeg", "image/gif")
 SCHEMES = {"http", "https", "mailto", "data"}  # data: only for images, by _only_image_data
 UNSAFE_SCHEMES = ("javascript:", "vbscript:", "data:", "file:")
+ACTIVE_ATTRIBUTES = {"style", "srcdoc", "formaction", "action", "xlink:href", "http-equiv"}
 MATH = re.compile(r"\$\$.+?\$\$|\$[^$\n]+?\$", re.S)
-TAG = re.compile(r"<[A-Za-z!/?]")  # what a browser would parse as a tag ("a < b" is text)
 BASE64 = re.compile(r"[A-Za-z0-9+/=\s]*")
 DATA_IMAGE = re.compile(r"data:image/(png|jpeg|gif);base64,[A-Za-z0-9+/=\s]*", re.I)
-INLINE_TARGET = re.compile(r"(\]\(\s*<?)([^)\s>]*)")  # [text](target  and  ![alt](<target>
-REFERENCE_TARGET = re.compile(r"(^[ \t]{0,3}\[[^\]\n]+\]:[ \t]*<?)(\S*?)(?=>?[ \t]|>?$)", re.M)
 TAG_NAME = re.compile(r"[^A-Za-z0-9_-]")
 
 
@@ -56,20 +56,57 @@ def clean_html(text: str) -> str:
     return nh3.clean(text, url_schemes=SCHEMES, attribute_filter=_only_image_data)
 
 
-def _unsafe(target: str) -> bool:
-    plain = re.sub(r"[\x00-\x20]", "", html.unescape(target)).lower()
-    return plain.startswith(UNSAFE_SCHEMES)
+class _ActiveParts(HTMLParser):
+    """What of an HTML page could run: a tag outside nh3's allow-list, an event handler or other active
+    attribute, a URL with a scheme that runs (or ``data:`` anywhere but an image's source)."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.found = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag not in nh3.ALLOWED_TAGS:
+            self.found.append(f"<{tag}>")
+        for name, value in attrs:
+            value = value or ""
+            plain = re.sub(r"[\x00-\x20]", "", value).lower()
+            if name.startswith("on") or name in ACTIVE_ATTRIBUTES:
+                self.found.append(f"<{tag} {name}>")
+            elif plain.startswith(UNSAFE_SCHEMES) and not (
+                tag == "img" and name == "src" and DATA_IMAGE.fullmatch(value.strip())
+            ):
+                self.found.append(f"<{tag} {name}={value[:40]!r}>")
+
+    handle_startendtag = handle_starttag
+
+
+def active_parts(page: str) -> list:
+    """The parts of ``page`` that could run (see :class:`_ActiveParts`); ``[]`` for inert HTML."""
+    parser = _ActiveParts()
+    parser.feed(page)
+    parser.close()
+    return parser.found
 
 
 def clean_markdown(text: str) -> str:
-    """Markdown that renders without running anything (see the module docstring)."""
+    """Markdown that renders without running anything (see the module docstring).
+
+    It is judged by what nbconvert's own renderer (the formgrader's and the feedback's) makes of it, not
+    by its source: a ``javascript:`` link can be written in more ways than a pattern can list. Where the
+    rendered page would hold anything active, the cell becomes that page cleaned by nh3, in one HTML block
+    (no blank line in it, so the renderer reads no markdown inside); were even that to render active
+    parts, the student's text is shown as plain text.
+    """
     # Inside formulas "<" and ">" become TeX's \lt and \gt, which MathJax draws the same: a browser never
     # reads "$x<y$" as the start of a tag, and "$<img onerror=…>$" is a formula, not an image.
     text = MATH.sub(lambda m: m[0].replace("<", r"\lt ").replace(">", r"\gt "), text)
-    if TAG.search(text):
-        text = clean_html(text)
-    text = INLINE_TARGET.sub(lambda m: m[1] + ("#unsafe-link" if _unsafe(m[2]) else m[2]), text)
-    return REFERENCE_TARGET.sub(lambda m: m[1] + ("#unsafe-link" if _unsafe(m[2]) else m[2]), text)
+    rendered = markdown2html_mistune(text)
+    if not active_parts(rendered):
+        return text
+    cleaned = "<div>\n" + re.sub(r"\n\s*\n", "\n", clean_html(rendered)).strip() + "\n</div>"
+    if active_parts(markdown2html_mistune(cleaned)):
+        return "<pre>" + html.escape(text) + "</pre>"
+    return cleaned
 
 
 def _text(value) -> str:
