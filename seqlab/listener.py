@@ -1,7 +1,7 @@
 """The listener of "Listen, Attend and Spell" (Chan et al., 2016), and the character error rate (chapter 7).
 
-Speech has many frames per character: about 5 in chapter 7's generated spectrograms, several times
-that in real audio (100 frames a second). The listener is a bidirectional GRU over the frames; its
+Speech has many frames per character: about 5 in chapter 7's generated spectrograms, more in real
+audio (100 frames a second). The listener is a bidirectional GRU over the frames; its
 **pyramidal** layers then concatenate each pair of neighbouring states and read the result with
 another bidirectional GRU, halving the length each time, so the speller attends over fewer, richer
 states (Chan et al. use three such layers: 8 times fewer). Its states are the memory of
