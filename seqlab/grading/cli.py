@@ -26,8 +26,9 @@ except ModuleNotFoundError as missing:  # nbgrader and nbformat come with the op
 try:
     from seqlab.grading import class_grading
 except ImportError as error:  # the instructor's: a copy without it (the student edition) still has seqlab grade
-    if error.name not in ("seqlab.grading", "seqlab.grading.class_grading"):  # there, but it cannot import
-        raise
+    # (without the "grading" extra, nbgrader and nbformat are missing: the commands say what to install)
+    if error.name not in ("seqlab.grading", "seqlab.grading.class_grading", "nbformat", "nbgrader"):
+        raise  # there, but it cannot import
     class_grading = None
 
 GRADE_HELP = """\
@@ -289,14 +290,14 @@ def grade_one(notebook: Path, args, out=None, err=None) -> int:
 
 
 def grade_class_command(args) -> int:
-    if class_grading is None:
-        print("seqlab grade-class: this copy of the course has no class grading (the instructor's)", file=sys.stderr)
-        return 2
     if autograde is None:
         print(
             f"seqlab grade-class needs nbgrader, which this environment lacks (no module {GRADING_MISSING!r})",
             file=sys.stderr,
         )
+        return 2
+    if class_grading is None:
+        print("seqlab grade-class: this copy of the course has no class grading (the instructor's)", file=sys.stderr)
         return 2
     # SIGTERM is handled as Ctrl-C: the workers are stopped, the table printed.
     main_thread = threading.current_thread() is threading.main_thread()
