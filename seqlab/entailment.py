@@ -13,8 +13,9 @@ hypothesis states::
 
 and a linear layer maps ``h*`` to the three labels (entailment, contradiction, neutral). Chapter 7
 writes the same equations in the book's notation: ``h^p_i`` for Y's columns (the premise's states),
-``W_k`` for ``W^y``, ``W_q`` for ``[W^h W^r]`` (with a bias ``b``), ``W_carry`` for ``W^t``, ``W_pair``
-for ``[W^p W^x]`` (with a bias), and ``T`` for the hypothesis's last word ``N``.
+``W_k`` for ``W^y``, ``W_q`` for ``[W^h W^r]`` (with a bias ``b``), ``u_t`` for ``r_t`` (the book's
+``r_t`` is the GRU's reset gate), ``W_carry`` for ``W^t``, ``W_pair`` for ``[W^p W^x]`` (with a bias),
+and ``T`` for the hypothesis's last word ``N``.
 """
 
 import torch
