@@ -88,13 +88,17 @@ def _seeds(values: Sequence[float], what: str) -> list[float]:
     return values
 
 
-def seed_summary(values: Sequence[float], what: str = "result") -> str:
-    """``"0.912 ± 0.031 over 3 seeds (0.880, 0.915, 0.941)"``: mean, sample standard deviation, every seed."""
+def seed_summary(values: Sequence[float], what: str = "result", unit: str = "seeds") -> str:
+    """``"0.912 ± 0.031 over 3 seeds (0.880, 0.915, 0.941)"``: mean, sample standard deviation, every seed.
+
+    ``unit`` names what the values were repeated over, where that is not one seed each: with
+    ``unit="(data seed, model seed) pairs"`` the line reads "over 6 (data seed, model seed) pairs".
+    """
     values = _seeds(values, what)
     mean = sum(values) / len(values)
     spread = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
     each = ", ".join(f"{v:.3f}" for v in values)
-    return f"{mean:.3f} ± {spread:.3f} over {len(values)} seeds ({each})"
+    return f"{mean:.3f} ± {spread:.3f} over {len(values)} {unit} ({each})"
 
 
 def paired_gap(scores_a: torch.Tensor, scores_b: torch.Tensor) -> tuple[float, float]:

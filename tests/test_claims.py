@@ -41,6 +41,9 @@ def test_a_comparison_needs_three_paired_seeds_and_every_one_to_agree():
     with pytest.raises(ValueError, match="at least 3 seeds"):
         claims.assert_beats([0.9, 0.8], [0.8, 0.7], "x")
     assert claims.seed_summary([1.0, 2.0, 3.0]) == "2.000 ± 1.000 over 3 seeds (1.000, 2.000, 3.000)"
+    assert claims.seed_summary([1.0, 2.0, 3.0], unit="(data seed, model seed) pairs") == (
+        "2.000 ± 1.000 over 3 (data seed, model seed) pairs (1.000, 2.000, 3.000)"
+    )
 
 
 def test_the_paired_gap_is_the_error_of_the_differences():
