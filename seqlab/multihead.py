@@ -15,7 +15,7 @@ with ``d = E / M`` (``M = num_heads``). When query, key and value are the same s
 **self-attention**.
 
 :class:`MultiHeadAttention` keeps torch.nn.MultiheadAttention's parameter names and layout, so that
-``ours.load_state_dict(torch.nn.MultiheadAttention(E, n, batch_first=True).state_dict())`` works and
+``ours.load_state_dict(torch.nn.MultiheadAttention(E, M, batch_first=True).state_dict())`` works and
 both then compute the same numbers. :func:`causal_mask` is the decoder's mask: no peeking ahead.
 """
 
@@ -131,26 +131,26 @@ class MultiHeadAttention(nn.Module):
     def split_heads(self, x: Tensor) -> Tensor:
         """``(B, L, E) → (B, M, L, d)``: head m (from 0) gets features ``m*d .. (m+1)*d`` of every position."""
         B, L, _ = x.shape
-        return x.view(B, L, self.num_heads, self.head_dim).transpose(1, 2)  # (B, n, L, d)
+        return x.view(B, L, self.num_heads, self.head_dim).transpose(1, 2)  # (B, M, L, d)
 
     def forward(self, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None = None) -> tuple:
         self._check(query, key, value, mask)
-        B, T, S, n = query.shape[0], query.shape[1], key.shape[1], self.num_heads
+        B, T, S, M = query.shape[0], query.shape[1], key.shape[1], self.num_heads
         # 1) project: W_Q, W_K, W_V are the three row blocks of in_proj_weight
         w_q, w_k, w_v = self.in_proj_weight.chunk(3)  # (E, E) each
         b_q, b_k, b_v = self.in_proj_bias.chunk(3)  # (E,) each
-        q = self.split_heads(F.linear(query, w_q, b_q))  # (B, n, T, d)
-        k = self.split_heads(F.linear(key, w_k, b_k))  # (B, n, S, d)
-        v = self.split_heads(F.linear(value, w_v, b_v))  # (B, n, S, d)
+        q = self.split_heads(F.linear(query, w_q, b_q))  # (B, M, T, d)
+        k = self.split_heads(F.linear(key, w_k, b_k))  # (B, M, S, d)
+        v = self.split_heads(F.linear(value, w_v, b_v))  # (B, M, S, d): the heads' columns of Val
         # 2) scaled dot scores of every query against every key, in every head
-        scores = q @ k.transpose(2, 3) / math.sqrt(self.head_dim)  # (B, n, T, d) @ (B, n, d, S) -> (B, n, T, S)
+        scores = q @ k.transpose(2, 3) / math.sqrt(self.head_dim)  # (B, M, T, d) @ (B, M, d, S) -> (B, M, T, S)
         # 3) masked softmax over the keys (chapter 4's): one row per (batch, head, query)
         if mask is None:
             mask = torch.ones(B, S, dtype=torch.bool, device=query.device)  # (B, S)
         per_query = (mask.unsqueeze(1) if mask.dim() == 2 else mask).expand(B, T, S)  # (B, T, S)
-        rows = per_query.unsqueeze(1).expand(B, n, T, S).reshape(B * n * T, S)  # (B*n*T, S)
-        weights = masked_softmax(scores.reshape(B * n * T, 1, S), rows).view(B, n, T, S)  # (B, n, T, S)
+        rows = per_query.unsqueeze(1).expand(B, M, T, S).reshape(B * M * T, S)  # (B*M*T, S)
+        weights = masked_softmax(scores.reshape(B * M * T, 1, S), rows).view(B, M, T, S)  # (B, M, T, S)
         # 4) every head's weighted sum of its values, heads side by side again, output projection
-        heads = F.dropout(weights, self.dropout, self.training) @ v  # (B, n, T, S) @ (B, n, S, d) -> (B, n, T, d)
-        concatenated = heads.transpose(1, 2).reshape(B, T, self.embed_dim)  # (B, T, n*d)
-        return self.out_proj(concatenated), weights  # (B, T, E), (B, n, T, S)
+        heads = F.dropout(weights, self.dropout, self.training) @ v  # (B, M, T, S) @ (B, M, S, d) -> (B, M, T, d)
+        concatenated = heads.transpose(1, 2).reshape(B, T, self.embed_dim)  # (B, T, M*d)
+        return self.out_proj(concatenated), weights  # (B, T, E), (B, M, T, S)

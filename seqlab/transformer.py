@@ -47,8 +47,9 @@ def sinusoidal_positions(length: int, dim: int) -> Tensor:
 
     (the paper writes i for the feature pair a; the book keeps i for a source position).
     Feature pair ``(2a, 2a+1)`` turns at its own frequency, from one radian per position (a = 0) down to
-    one turn in about 60000 positions: every position gets a distinct code, and the code of ``pos + k``
-    is a fixed rotation of the code of ``pos``, whatever ``pos``. An odd ``dim`` ends with a sine.
+    one turn in ``2π · 10000 ** ((dim - 2) / dim)`` positions (about 47,000 at ``dim = 64``): every
+    position gets a distinct code, and the code of ``pos + Δ`` is a fixed rotation of the code of
+    ``pos``, whatever ``pos`` (chapter 8 checks both). An odd ``dim`` ends with a sine.
 
     Args:
         length: the number of positions, 0 to ``length - 1``.

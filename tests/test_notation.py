@@ -5,8 +5,9 @@ such as an arrow, and with a subscript that is a label, such as ``W_q`` or ``P_{
 it carries: ``x_t`` and ``x_1, \\dots, x_S`` are one symbol, ``n`` and ``n_t`` are one symbol. So the table
 cannot list a symbol twice with two meanings (it did: ``V`` for the vocabulary size and the values, ``n``
 for the GRU's candidate and a sequence's length). The glossary's formulas must use the same symbols:
-coverage is ``\\mathrm{cov}_{t,i}`` (it wrote ``c^t``, the LSTM's cell memory with a superscript step), and
-positions are counted from 1 (its causal mask said "positions 0 to t").
+coverage is ``\\mathrm{cov}_{t,i}`` (it wrote ``c^t``, the LSTM's cell memory with a superscript step),
+positions are counted from 1 (its causal mask said "positions 0 to t"), and beam search keeps ``beam_size``
+hypotheses, not "the k best" (notation.md's k is a key).
 """
 
 import re
@@ -93,6 +94,9 @@ def glossary_problems(glossary: str, notation: str) -> list[str]:
     for math in re.findall(r"\$([^$]+)\$", glossary):
         if re.search(r"\^\{?t\b|\^\{t'\}", math):
             problems.append(f"a step written as a superscript, ${math}$ (notation.md: always a subscript)")
+    beam = re.search(r"^beam search\n(.*?)(?=\n\n)", glossary, flags=re.M | re.S)
+    if beam and re.search(r"(?<![\w`])\$?k\$?(?![\w`])", beam.group(1)):
+        problems.append("the glossary's beam search writes k for the beam size; notation.md's k is a key")
     causal = glossary_entry(glossary, "causal mask")
     for start in re.findall(r"positions \$?([0-9])", causal):
         if start != "1":
@@ -124,11 +128,13 @@ def test_the_old_errors_are_caught():
     old_glossary = (
         "causal mask\n因果掩码\n  The decoder's self-attention mask: position t may look at positions 0 to t only.\n\n"
         "coverage\n覆盖机制\n  The attention received so far, $c^t = \\sum_{t' < t} a^{t'}$, fed to the score.\n\n"
+        "beam search\n束搜索\n  Decoding that keeps the k best partial outputs at every step instead of one.\n\n"
     )
     problems = glossary_problems(old_glossary, old_notation)
     assert any("coverage does not write" in p for p in problems), problems
     assert any("superscript" in p for p in problems), problems
     assert any("from 0" in p for p in problems), problems
+    assert any("beam size" in p for p in problems), problems
 
 
 @pytest.mark.parametrize(
