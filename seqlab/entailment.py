@@ -39,9 +39,9 @@ class EntailmentClassifier(nn.Module):
             hypothesis encoder's final state alone (False: conditional encoding).
 
     Shape:
-        - ``model(premise (B, P), premise_lengths (B,), hypothesis (B, T), hypothesis_lengths (B,))``
+        - ``model(premise (B, S), premise_lengths (B,), hypothesis (B, T), hypothesis_lengths (B,))``
           → logits ``(B, num_classes)``.
-        - ``model.attention_weights(...)`` (same arguments) → ``(B, T, P)``: row t is where
+        - ``model.attention_weights(...)`` (same arguments) → ``(B, T, S)``: row t is where
           hypothesis word t looked in the premise (zeros at padded hypothesis words).
 
     Taught in chapter 7.

@@ -2,8 +2,8 @@
 
 A classifier needs one vector per sentence. Chapter 1's many-to-one classifier takes the recurrent
 layer's last state, which must carry the decisive word from wherever it was to the end. Attention
-pooling lets a **learned query** (one vector, the same for every sentence: "which words decide the
-label?") score every position's state and takes the weighted sum (Yang et al., 2016)::
+pooling scores every position's state with learned parameters that are the same for every sentence
+("which words decide the label?") and takes the weighted sum (Yang et al., 2016)::
 
     scores  = score(query, states)            (B, 1, S)
     weights = masked_softmax(scores, mask)    (B, 1, S), padding gets exactly 0
@@ -13,8 +13,10 @@ It is chapter 4's :class:`~seqlab.attention.Attention` with a query that is a pa
 decoder state. With the additive score, ``e_i = wᵀ tanh(W_k h_i + W_q q + b)``: since ``q`` is the
 same for every sequence, ``q`` and ``W_q`` reach the scores only through the one vector ``W_q q + b``,
 which the bias ``b`` alone could learn, so their ``D_q + A·D_q`` numbers are redundant parameters
-(kept so that the module is chapter 4's ``Attention`` unchanged). Yang et al.'s learned query
-("word context vector") ``u_w`` is our ``w``.
+(kept so that the module is chapter 4's ``Attention`` unchanged, and counted in its parameters). The
+vector that decides which states score high is ``w`` (with ``W_k`` and the bias): Yang et al. write
+``u_wᵀ tanh(W_w h_i + b_w)`` and call ``u_w``, our ``w``, the "word context vector", which they read as a
+fixed query.
 """
 
 import torch
@@ -28,7 +30,10 @@ from seqlab.rnn import hidden_state
 
 
 class AttentionPooling(nn.Module):
-    """Pool ``(B, S, D)`` states into ``(B, D)`` with a learned query and additive scoring.
+    """Pool ``(B, S, D)`` states into ``(B, D)`` by additive scoring against a learned parameter ``q``.
+
+    ``q`` takes the query's place in chapter 4's ``Attention``, but being the same for every sequence it
+    reaches the scores only through ``W_q q + b`` (see the module's docstring).
 
     Args:
         input_size: D, the size of each state (the keys and values).
