@@ -173,15 +173,15 @@ def _norm_floor(dtype: torch.dtype) -> float:
 
 
 class CosineScorer(_Scorer):
-    """Cosine-similarity scoring: ``β · (q · k) / (‖q‖ ‖k‖)``, in ``[-β, β]``, with ``β = scale``.
+    """Cosine-similarity scoring: ``κ · (q · k) / (‖q‖ ‖k‖)``, in ``[-κ, κ]``, with ``κ = scale``.
 
     Only directions count, not lengths. Because the scores are bounded, the softmax over them can
     never be sharp with ``scale = 1``: over S keys no weight exceeds ``e² / (e² + S − 1)``. ``scale`` is an
-    *inverse* temperature β (dividing the scores by a temperature τ is multiplying them by β = 1/τ): a
-    larger β allows sharper weights.
+    *inverse* temperature κ (dividing the scores by a temperature τ is multiplying them by κ = 1/τ): a
+    larger κ allows sharper weights.
 
     Args:
-        scale: β, multiplies every cosine (default 1).
+        scale: κ, multiplies every cosine (default 1).
 
     Shape:
         - queries ``(B, T, D)``, keys ``(B, S, D)`` → scores ``(B, T, S)``.
