@@ -68,6 +68,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from grading_harness import BIN, ROOT, SANDBOX_MISSING, cell, nbgrader, written_points
+from test_browser import CHROMIUM  # Chromium found as the book's browser test finds it
 
 EXERCISE = "ex01_lstm_cell"
 STUDENT = "mallory"
@@ -81,18 +82,6 @@ TEMPLATE_ASSETS = ("https://cdnjs.cloudflare.com/ajax/libs/mathjax/",)
 SETTLE_MS = 2_500  # after the page is idle: time for a timer or a late handler to fire
 
 
-def find_chromium() -> str | None:
-    """Chromium's executable, as tests/test_browser.py finds it: $SEQLAB_CHROMIUM, else Debian's
-    `chromium` (or another Chrome) on PATH."""
-    if os.environ.get("SEQLAB_CHROMIUM"):
-        return os.environ["SEQLAB_CHROMIUM"]
-    for name in ("chromium", "google-chrome", "google-chrome-stable", "chromium-browser"):
-        if shutil.which(name):
-            return shutil.which(name)
-    return None
-
-
-CHROMIUM = find_chromium()
 try:
     from playwright.sync_api import Error as PlaywrightError
     from playwright.sync_api import sync_playwright

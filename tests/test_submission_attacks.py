@@ -374,6 +374,17 @@ def test_seqlab_grade_calls_a_deeply_nested_notebook_corrupt(tmp_path):
     assert "Traceback" not in done.stdout + done.stderr
 
 
+def course_of_exercise_1(tmp_path, settings: str):
+    """A course of exercise 1 alone (release and solution) for `seqlab grade --course`, with the repository's
+    nbgrader_config.py and ``settings`` added at its end."""
+    course = tmp_path / "course"
+    for folder in ("exercises", "solutions"):
+        (course / folder / EX).mkdir(parents=True)
+        shutil.copy2(ROOT / folder / EX / f"{EX}.ipynb", course / folder / EX / f"{EX}.ipynb")
+    (course / "nbgrader_config.py").write_text((ROOT / "nbgrader_config.py").read_text() + f"\n{settings}\n")
+    return course
+
+
 FORK_AND_HOLD = (
     "import os, time\n"
     "children = 0\n"
@@ -399,12 +410,7 @@ def test_a_notebook_that_holds_its_process_slots_fails_only_itself(tmp_path):
     what keeps them apart is the kernel user each grading leases. (The issue saw three classmates die
     beside such a notebook with one shared user; on this machine's kernel, 6.18, one shared user at 512
     tasks did not stop the others, so this test guards the property, and the next one the mechanism.)"""
-    course = tmp_path / "course"
-    for folder in ("exercises", "solutions"):
-        (course / folder / EX).mkdir(parents=True)
-        shutil.copy2(ROOT / folder / EX / f"{EX}.ipynb", course / folder / EX / f"{EX}.ipynb")
-    config = (ROOT / "nbgrader_config.py").read_text() + "\nc.Sandbox.total_memory_limit = 0\n"
-    (course / "nbgrader_config.py").write_text(config)
+    course = course_of_exercise_1(tmp_path, "c.Sandbox.total_memory_limit = 0")
     release = nbformat.read(ROOT / "exercises" / EX / f"{EX}.ipynb", as_version=4)
     answer = solved(release, nbformat.read(ROOT / "solutions" / EX / f"{EX}.ipynb", as_version=4))
     folder = tmp_path / "class"
@@ -442,12 +448,7 @@ def test_gradings_at_the_same_time_never_share_a_kernel_user_or_a_control_group(
 
 @needs_sandbox
 def test_a_notebook_has_one_time_limit_whatever_its_number_of_cells(tmp_path):
-    course = tmp_path / "course"
-    for folder in ("exercises", "solutions"):
-        (course / folder / EX).mkdir(parents=True)
-        shutil.copy2(ROOT / folder / EX / f"{EX}.ipynb", course / folder / EX / f"{EX}.ipynb")
-    config = (ROOT / "nbgrader_config.py").read_text() + "\nc.SandboxedExecute.total_timeout = 20\n"
-    (course / "nbgrader_config.py").write_text(config)
+    course = course_of_exercise_1(tmp_path, "c.SandboxedExecute.total_timeout = 20")
     nb = nbformat.read(course / "exercises" / EX / f"{EX}.ipynb", as_version=4)
     nb.cells[1:1] = [new_code_cell("import time; time.sleep(2)") for _ in range(200)]  # 400 s of cells
     notebook = tmp_path / f"{EX}.ipynb"
@@ -488,12 +489,8 @@ def control_groups_work() -> bool:
 @needs_sandbox
 @pytest.mark.skipif(os.geteuid() != 0 or not control_groups_work(), reason="needs root and control groups")
 def test_memory_and_disk_are_capped_for_the_whole_notebook_not_per_process(tmp_path):
-    course = tmp_path / "course"
-    for folder in ("exercises", "solutions"):
-        (course / folder / EX).mkdir(parents=True)
-        shutil.copy2(ROOT / folder / EX / f"{EX}.ipynb", course / folder / EX / f"{EX}.ipynb")
-    limits = "\nc.Sandbox.total_memory_limit = 1536 * 2**20\nc.Sandbox.disk_limit = 64 * 2**20\n"
-    (course / "nbgrader_config.py").write_text((ROOT / "nbgrader_config.py").read_text() + limits)
+    limits = "c.Sandbox.total_memory_limit = 1536 * 2**20\nc.Sandbox.disk_limit = 64 * 2**20"
+    course = course_of_exercise_1(tmp_path, limits)
     nb = nbformat.read(course / "exercises" / EX / f"{EX}.ipynb", as_version=4)
     nb.cells.insert(1, new_code_cell(HOGS))  # 3 x 600 MB (each under the 4 GB per process), 4 x 30 MB
     notebook = tmp_path / "student" / f"{EX}.ipynb"
