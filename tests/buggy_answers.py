@@ -36,7 +36,16 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from grading_harness import ROOT, cell, gradebook_scores, graded_points, nbgrader, nbgrader_meta, solved, without_markers
+from grading_harness import (
+    ROOT,
+    cell,
+    gradebook_scores,
+    graded_points,
+    nbgrader,
+    nbgrader_meta,
+    solved,
+    without_markers,
+)
 
 RUNNER = Path(__file__).with_name("answer_runner.py")
 HIDDEN_BEGIN, HIDDEN_END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
@@ -91,8 +100,14 @@ def plan_cells(solution) -> list:
             cells.append({"kind": "answer", "grade_id": meta["grade_id"], "graded": without_markers(c.source)})
         elif meta.get("grade"):
             source = c.source
-            cells.append({"kind": "test", "grade_id": meta["grade_id"], "graded": graded_form(source),
-                          "visible": visible_form(source)})
+            cells.append(
+                {
+                    "kind": "test",
+                    "grade_id": meta["grade_id"],
+                    "graded": graded_form(source),
+                    "visible": visible_form(source),
+                }
+            )
         else:
             cells.append({"kind": "locked", "grade_id": meta.get("grade_id"), "graded": c.source, "visible": c.source})
     return cells
@@ -143,8 +158,14 @@ def run_students(exercise: str, bugs: dict, variants: dict, folder: Path) -> dic
     plan, out = folder / "plan.json", folder / "verdicts.json"
     plan.write_text(json.dumps({"cells": cells, "students": students(cells, bugs, variants)}))
     env = dict(os.environ, OMP_NUM_THREADS="1", SEQLAB_PROGRESS="0")
-    result = subprocess.run([sys.executable, str(RUNNER), str(plan), str(out)], cwd=folder, env=env,
-                            capture_output=True, text=True, timeout=RUNNER_TIMEOUT)
+    result = subprocess.run(
+        [sys.executable, str(RUNNER), str(plan), str(out)],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=RUNNER_TIMEOUT,
+    )
     assert result.returncode == 0, f"the answer runner failed:\n{result.stdout}\n{result.stderr}"
     answers = {c["grade_id"]: c["graded"] for c in cells if c["kind"] == "answer"}
     return {
@@ -214,9 +235,16 @@ def answer_tests(bugs: dict, variants: dict) -> tuple:
         run = graded["verdicts"][student]["visible"]
         first = next((grade_id for grade_id in graded["order"] if run["tests"][grade_id] is not None), None)
         graded_run = graded["verdicts"][student]["graded"]
-        _report(graded, student, answer=bug.answer, score=score(graded_run, graded["points"]),
-                full=sum(graded["points"].values()), caught_visibly=first is not None,
-                first_test=first, first_message=first and run["tests"][first].splitlines()[0][:300])
+        _report(
+            graded,
+            student,
+            answer=bug.answer,
+            score=score(graded_run, graded["points"]),
+            full=sum(graded["points"].values()),
+            caught_visibly=first is not None,
+            first_test=first,
+            first_message=first and run["tests"][first].splitlines()[0][:300],
+        )
         if not bug.visible:
             pytest.skip(f"{student}: no visible test can catch it (the test file says why)")
         assert first is not None, f"{student} passes every visible test: only the hidden tests catch it"
