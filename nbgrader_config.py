@@ -68,7 +68,6 @@ c.Autograde.sanitize_preprocessors = [
     "nbgrader.preprocessors.DeduplicateIds",
     "nbgrader.preprocessors.OverwriteKernelspec",
     "seqlab.grading.nbgrader_plugins.OverwriteCellsKeepingWork",  # instead of nbgrader.preprocessors.OverwriteCells
-    "seqlab.grading.nbgrader_plugins.ReviewSubmission",  # added: cells that touch the test machinery
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
 # Every graded kernel runs in a bubblewrap sandbox (seqlab/grading/sandbox.py): it sees the Python
@@ -87,7 +86,7 @@ c.Autograde.pre_convert_hook = "seqlab.grading.executor.refuse_without_sandbox"
 # It also grades what stock nbgrader drops: a kernel that dies (os._exit, a crash in compiled code) or a
 # cell that ignores its interrupt gets an error in that cell, a new kernel runs the cells above again,
 # and grading goes on below; and it keeps at most 64 KB of output per cell (stock nbgrader counts lines,
-# and one line can be 50 MB). A notebook with cells listed for review is flagged in the gradebook.
+# and one line can be 50 MB).
 # Otherwise this is nbgrader 0.9's default list.
 c.Execute.iopub_timeout = 10  # seconds for a cell's last outputs after its reply (a busy machine is slow)
 c.Autograde.autograde_preprocessors = [
@@ -98,9 +97,8 @@ c.Autograde.autograde_preprocessors = [
     "nbgrader.preprocessors.SaveAutoGrades",
     "seqlab.grading.sanitize.SanitizeMarkup",  # added: students' outputs and markdown as inert HTML (after the
     # grades are saved, so that nbgrader judges a written answer on what the student wrote)
-    "seqlab.grading.nbgrader_plugins.FlagForReview",  # added
     "nbgrader.preprocessors.AssignLatePenalties",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
-# `nbgrader export` adds two columns to nbgrader's CSV: the cells listed for review, and the repairs.
-c.ExportApp.plugin_class = "seqlab.grading.nbgrader_plugins.ExportWithReview"
+# `nbgrader export` adds a column to nbgrader's CSV: the notes of each grading (repairs, cut outputs, ...).
+c.ExportApp.plugin_class = "seqlab.grading.nbgrader_plugins.ExportWithNotes"

@@ -54,8 +54,8 @@ grade command's tests), each with one exercise, in turn after the ones above:
 |                | input transformer that makes every test cell `pass`                      |            |
 | no_checks      | the first exercise: noise of the right shapes for answers, and           | none       |
 |                | ``assert_close`` and ``check_tensor`` made no-ops                        |            |
-| guard_replaced | the first exercise: torch's own LSTM and GRU cells for the steps, and    | none       |
-|                | the guard that switches them off (``seqlab.grading.disabled``) a no-op   |            |
+| delegated      | the first exercise: every answer handed to torch's own LSTM and GRU,     | none       |
+|                | which the tasks' special cases are (nothing of torch is switched off)     |            |
 
 Stock nbgrader drops the four damaged notebooks and the swallowed interrupt (no grade, and autograde
 exits with an error); nbgrader_config.py's preprocessors repair them (seqlab.grading.repair) and replace
@@ -63,8 +63,8 @@ the kernel. Stock nbgrader gives the first two attacks and the last three full m
 scores no more than the untouched release: the kernels run in bubblewrap (seqlab.grading.sandbox), so
 the course files, the gradebook and the other submissions are byte-identical after grading, and no
 process a submission started is alive; the test cells run in a verdict kernel that never runs the
-student's code (seqlab.grading.verdict); the attacks' cells are listed for review, in the export and by
-the gradebook's flag. Where bubblewrap cannot run, the class is graded without it, the two attacks on
+student's code (seqlab.grading.verdict); and each task asks for a variant that torch does not contain.
+Where bubblewrap cannot run, the class is graded without it, the two attacks on
 the course are left out and the sandbox's tests are skipped.
 
 The one-exercise students take the exercises in turn, from the second (the first has the loop): what
@@ -113,11 +113,8 @@ from grading_harness import (
     written_left_as_stub,
     written_points,
 )
-from nbgrader.api import Gradebook
 from postgres_server import postgres_server, query
 from postgres_server import unavailable as postgres_unavailable
-
-from seqlab.grading.review import findings
 
 pytestmark = pytest.mark.xdist_group("class-cycle")
 
@@ -131,7 +128,6 @@ LOOPS = ["loop", "loop_swallows"]  # the first exercise, with a short cell timeo
 VERDICT_ATTACKS = sorted(ON_THE_VERDICT)  # on the first exercise (written for its answers)
 STUDENTS = EVERY_EXERCISE + LOOPS + VERDICT_ATTACKS + ONE_EXERCISE
 HANDS_IN = {s: EXERCISES for s in EVERY_EXERCISE} | {s: EXERCISES[:1] for s in LOOPS + VERDICT_ATTACKS}
-REVIEWED = VERDICT_ATTACKS + ATTACKS  # whose cells the review lists
 HANDS_IN |= {s: [EXERCISES[i % len(EXERCISES)]] for i, s in enumerate(ONE_EXERCISE, start=1)} if EXERCISES else {}
 # Seconds per cell for the infinite loop's notebook (the course's c.Execute.timeout is 60). Every cell of that
 # notebook gets it, the setup cell's `import torch` too, which takes seconds on a busy machine: interrupted
@@ -278,9 +274,9 @@ def exported(course, name: str) -> dict:
 
 
 def exported_columns(course, name: str) -> dict:
-    """``{(exercise, student): (review, notes)}`` of the CSV that `nbgrader export` wrote."""
+    """``{(exercise, student): notes}`` of the CSV that `nbgrader export` wrote."""
     with open(course / name, newline="") as f:
-        return {(row["assignment"], row["student_id"]): (row["review"], row["notes"]) for row in csv.DictReader(f)}
+        return {(row["assignment"], row["student_id"]): row["notes"] for row in csv.DictReader(f)}
 
 
 def gradebook_digest(db_url: str) -> str:
@@ -422,15 +418,7 @@ def cycle(tmp_path_factory, gradebook_server):
         "autograded": digest(course / "autograded"),
         "csv": grades,
     }
-    with Gradebook(db_url, course_id="seqlab") as gb:
-        flagged = {
-            (a.name, sub.student.id)
-            for a in gb.assignments
-            for sub in a.submissions
-            for n in sub.notebooks
-            if n.flagged
-        }
-    first["flagged"], first["columns"] = flagged, exported_columns(course, "grades.csv")
+    first["columns"] = exported_columns(course, "grades.csv")
     sandbox = {
         "refused": refused,
         "course files": (course_files, digest(course, "*", leave_out=GRADING_OUTPUT)),
@@ -670,12 +658,10 @@ def test_the_course_configuration_keeps_nbgraders_default_preprocessors():
     for n in defaults("autograde_preprocessors"):
         autograde.append("seqlab.grading.executor.SandboxedExecute" if n == "nbgrader.preprocessors.Execute" else n)
         if n == "nbgrader.preprocessors.SaveAutoGrades":
-            autograde += ["seqlab.grading.sanitize.SanitizeMarkup", f"{plugins}.FlagForReview"]
+            autograde.append("seqlab.grading.sanitize.SanitizeMarkup")
     assert list(config.Autograde.autograde_preprocessors) == autograde
     sanitize = []
     for n in defaults("sanitize_preprocessors"):
-        if n == "nbgrader.preprocessors.CheckCellMetadata":
-            sanitize.append(f"{plugins}.ReviewSubmission")
         sanitize.append(f"{plugins}.OverwriteCellsKeepingWork" if n == "nbgrader.preprocessors.OverwriteCells" else n)
         if n == "nbgrader.preprocessors.ClearOutput":
             sanitize.append(f"{plugins}.RepairCellMetadata")
@@ -750,7 +736,7 @@ def test_lost_work_is_graded_with_a_note(cycle, student, note):
 
 
 # ---------------------------------------------------------------------------------------------------
-# Verdicts out of the student's reach, and the review
+# Verdicts out of the student's reach
 
 
 def test_test_cells_ran_in_the_verdict_kernel(cycle):
@@ -766,34 +752,11 @@ def test_test_cells_ran_in_the_verdict_kernel(cycle):
     assert "the notebook's kernel does not answer" in error.evalue
 
 
-def test_attacks_on_the_verdict_are_listed_for_review_and_flagged(cycle):
-    expected = {(HANDS_IN[s][0], s) for s in REVIEWED}
-    reviewed = {(name, s) for (name, s), (review, _) in cycle["first"]["columns"].items() if review}
-    assert reviewed == expected
-    assert cycle["first"]["flagged"] == expected
-    for student, what in [
-        ("transformer", "changes how IPython reads cells"),
-        ("no_checks", "replaces torch.testing.assert_close"),
-        ("guard_replaced", "replaces seqlab.grading.disabled"),
-    ]:
-        review, _ = cycle["first"]["columns"][EXERCISES[0], student]
-        assert what in review, review
-
-
 def test_the_export_lists_the_repairs(cycle):
     for student in ["copied_test", "graded_off", "sidebar", "answer_moved"]:
         (name,) = HANDS_IN[student]
-        _, listed = cycle["first"]["columns"][name, student]
+        listed = cycle["first"]["columns"][name, student]
         assert "graded as the exercise's" in listed or "put back" in listed or "last copy" in listed, listed
-
-
-@pytest.mark.parametrize("folder", ["solutions", "exercises"])
-def test_no_answer_of_the_course_is_listed_for_review(folder):
-    for path in sorted((ROOT / folder).glob("*/*.ipynb")):
-        for c in nbformat.read(path, as_version=4).cells:
-            meta = nbgrader_meta(c)
-            if c.cell_type == "code" and not (meta.get("locked") or meta.get("grade")):
-                assert findings(c.source) == [], (path.name, meta.get("grade_id"), findings(c.source))
 
 
 # ---------------------------------------------------------------------------------------------------

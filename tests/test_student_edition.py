@@ -402,7 +402,7 @@ def test_the_grading_rules_leave_the_instructors_settings_out():
         'c.CourseDirectory.db_url = os.environ["SEQLAB_GRADEBOOK_URL"]\n'
         'c.CourseDirectory.source_directory = "solutions"\n'
         "c.Execute.timeout = 60\n"
-        'c.ExportApp.plugin_class = "seqlab.grading.nbgrader_plugins.ExportWithReview"\n'
+        'c.ExportApp.plugin_class = "seqlab.grading.nbgrader_plugins.ExportWithNotes"\n'
     )
     rules = tool.grading_rules(config)
     assert "c.Execute.timeout = 60" in rules

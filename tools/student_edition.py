@@ -66,16 +66,14 @@ TEMPLATED = {"README.md": "README.md", "Makefile": "Makefile", ".gitignore": "gi
 # in a temporary course, with the course's own plugins (nbgrader_config.py), so it runs every module that
 # nbgrader autograde runs for the instructor; what serves only the instructor's class is left out.
 STUDENT_GRADING = {
-    "__init__.py": "check_tensor and disabled, which the exercises' test cells import",
+    "__init__.py": "check_tensor, which the exercises' test cells import",
     "assertions.py": "check_tensor, split_directions: what the test cells assert with",
-    "references.py": "disabled and the lists of references the tests switch off",
     "cli.py": "the seqlab command: seqlab grade PATH",
     "autograde.py": "grades one notebook in a temporary nbgrader course",
     "sandbox.py": "the bubblewrap sandbox the notebook's kernels run in",
     "executor.py": "nbgrader's executor: the student's kernel and the verdict kernel",
     "verdict.py": "what runs in the two kernels (imported there by name, by the executor)",
     "repair.py": "damaged nbgrader metadata repaired before grading",
-    "review.py": "the cells listed for the instructor's review under the score table",
     "nbgrader_plugins.py": "the sanitizing and autograding steps that nbgrader_config.py names",
     "intake.py": "what of a submission enters grading (nbgrader_plugins imports it)",
     "sanitize.py": "students' outputs and markdown made inert (an autograding step nbgrader_config.py names)",

@@ -273,7 +273,6 @@ class Report:
     notes: list = field(default_factory=list)  # what else the student should know (cells that raised, ...)
     feedback: Path | None = None
     sandbox: str = ""  # how the notebook ran: "sandboxed with bubblewrap", or why it was not
-    review: list = field(default_factory=list)  # cells that touch the test machinery (seqlab.grading.review)
 
     @property
     def earned(self) -> float:
@@ -336,7 +335,6 @@ def grade(path, course=None, timeout: int | None = None, log=None, announce=None
         report = Report(exercise.name, path, exercise.solution is not None, _tasks(graded, result["grades"]))
         report.notes = _notes(graded, result)
         report.sandbox = graded.metadata.get("seqlab", {}).get("sandbox", "")
-        report.review = list(graded.metadata.get("seqlab", {}).get("review", []))
         feedback = feedback_path(path, root)
         if feedback is None:
             report.notes.append(
@@ -764,7 +762,6 @@ def format_report(report: Report) -> str:
     lines.append(total)
     lines = [line.rstrip() for line in lines]
     lines += [f"note: {note}" for note in report.notes]
-    lines += [f"for the instructor's review: {item}" for item in report.review]
     return "\n".join(lines)
 
 

@@ -98,7 +98,6 @@ class Outcome:
     why: str = ""  # why it was graded: "new", "changed", "forced", ...
     score: float | None = None
     max_score: float | None = None
-    flagged: bool = False  # a notebook listed for review (seqlab.grading.review)
     seconds: float | None = None
     reason: str = ""  # why it failed
     notes: list = field(default_factory=list)  # what the intake left out of the submission, and why
@@ -578,7 +577,6 @@ class ClassGrading:
                 except MissingEntry:
                     continue
                 o.score, o.max_score = float(submission.score), float(submission.max_score)
-                o.flagged = any(n.flagged for n in submission.notebooks)
 
     # -- running -------------------------------------------------------------------------------------
 
@@ -765,8 +763,6 @@ def format_summary(run: ClassGrading, verbose: bool = False) -> str:
         score = "-" if o.score is None else f"{_points(o.score)}/{_points(o.max_score)}"
         seconds = "-" if o.seconds is None else f"{o.seconds:.1f}"
         note = "; ".join(filter(None, [o.reason or o.why, *o.notes]))
-        if o.flagged:
-            note = "; ".join(filter(None, [note, "flagged: cells listed for review"]))
         rows.append([o.student, o.exercise, o.status, score, seconds, note])
     lines = []
     if rows:

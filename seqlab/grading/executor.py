@@ -37,7 +37,6 @@ from nbgrader.preprocessors import Execute
 from traitlets import Bool, Integer, Unicode
 from traitlets.config import Application
 
-from seqlab.grading import references
 from seqlab.grading.repair import ExerciseCell
 from seqlab.grading.sandbox import KernelSession, Sandbox, SandboxedKernelManager
 
@@ -413,7 +412,7 @@ class SandboxedExecute(_OutputLimits, Execute):
             f"try:\n    exec(compile({definitions!r}, '<the test cell>', 'exec'), globals())\n"
             "except Exception:\n    pass\n"
             "__import__('seqlab.grading.verdict', fromlist=['serve']).serve("
-            f"{self._answers_path!r}, globals(), {Path(references.__file__).read_text()!r})\n"
+            f"{self._answers_path!r}, globals())\n"
         )
         absent = Path(self._answers_path + ".absent")  # tells the verdict kernel not to wait for it
         absent.unlink(missing_ok=True)

@@ -3,10 +3,8 @@
 
 Stock nbgrader drops a whole submission (no grades, no feedback, ``autograde`` exits 1) when the cells'
 nbgrader metadata is damaged. :class:`RepairCellMetadata` and :class:`OverwriteCellsKeepingWork` repair
-it (:mod:`seqlab.grading.repair`) while nbgrader sanitizes a submission. :class:`ReviewSubmission` lists
-the student's cells that touch the test machinery (:mod:`seqlab.grading.review`), :class:`FlagForReview`
-flags their notebook in the gradebook, and :class:`ExportWithReview` adds the list, and the repairs, to
-``nbgrader export``'s CSV.
+it (:mod:`seqlab.grading.repair`) while nbgrader sanitizes a submission, and :class:`ExportWithNotes` adds
+the repairs, and what else grading met, to ``nbgrader export``'s CSV.
 
 nbgrader imports this module by name while it grades (only then), so importing it stays cheap for
 nbgrader: it needs nbgrader and the grading machinery, nothing else of the course.
@@ -26,14 +24,13 @@ from nbgrader.apps import api as nbgrader_api
 from nbgrader.apps import autogradeapp
 from nbgrader.converters import Autograde
 from nbgrader.plugins import CsvExportPlugin
-from nbgrader.preprocessors import ClearHiddenTests, NbGraderPreprocessor, OverwriteCells
+from nbgrader.preprocessors import NbGraderPreprocessor, OverwriteCells
 
 from seqlab.grading.executor import add_notes, exercise_cells
 from seqlab.grading.intake import PLACEHOLDER, SubmissionRefused, check_folder, check_names, stage
 from seqlab.grading.repair import canonical_metadata, missing_cells, repair_metadata
-from seqlab.grading.review import findings
 
-__all__ = ["ExportWithReview", "FlagForReview", "OverwriteCellsKeepingWork", "RepairCellMetadata", "ReviewSubmission"]
+__all__ = ["ExportWithNotes", "OverwriteCellsKeepingWork", "RepairCellMetadata"]
 __all__ += ["SafeAutograde", "install_safe_autograde"]
 
 
@@ -42,7 +39,7 @@ class RepairCellMetadata(NbGraderPreprocessor):
     ids gets the release's metadata back (:func:`seqlab.grading.repair.repair_metadata`)."""
 
     def preprocess(self, nb, resources):
-        # The notebook's "seqlab" metadata is the grader's to write (notes, review, sandbox): whatever the
+        # The notebook's "seqlab" metadata is the grader's to write (notes, sandbox): whatever the
         # submission brought under that key is dropped, and the grader's notes start with what the intake
         # left out of the submission (SafeAutograde).
         nb.metadata.pop("seqlab", None)
@@ -77,70 +74,9 @@ class OverwriteCellsKeepingWork(OverwriteCells):
         return nb, resources
 
 
-def _label(cell, index: int) -> str:
-    grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
-    return grade_id or f"#{index + 1}"
-
-
-def _normal(source: str) -> str:
-    return "\n".join(line.rstrip() for line in source.strip().splitlines())
-
-
-def _without_hidden_tests(source: str) -> str:
-    """A test cell as the release shows it: the hidden tests' region left out, between nbgrader's own
-    delimiters (the gradebook keeps it)."""
-    delimiters = ClearHiddenTests()
-    kept, hidden = [], False
-    for line in source.splitlines():
-        if delimiters.begin_test_delimeter in line:
-            hidden = True
-        elif delimiters.end_test_delimeter in line:
-            hidden = False
-        elif not hidden:
-            kept.append(line)
-    return "\n".join(kept)
-
-
-class ReviewSubmission(NbGraderPreprocessor):
-    """Sanitizing step, after the repairs: the student's cells (answers and their own) that touch the test
-    machinery (:func:`seqlab.grading.review.findings`), listed in the notebook's metadata
-    (``seqlab.review``) for the score table, the export and the gradebook's flag."""
-
-    def preprocess(self, nb, resources):
-        # The exercise's own tests and setup, wherever they turn up (a test copied below itself, or one
-        # whose grade id was deleted, is such a cell as the student's): the course's code, not theirs.
-        with Gradebook(resources["nbgrader"]["db_url"]) as gradebook:
-            exercise = [c for c in exercise_cells(gradebook, resources) if c.locked or c.grade]
-        given = {_normal(form) for c in exercise for form in (c.source, _without_hidden_tests(c.source))}
-        listed = []
-        for index, cell in enumerate(nb.cells):
-            meta = cell.metadata.get("nbgrader", {})
-            if cell.cell_type != "code" or meta.get("locked") or meta.get("grade") or _normal(cell.source) in given:
-                continue
-            listed += [f"cell {_label(cell, index)}, line {line}: {what}" for line, what in findings(cell.source)]
-        for item in listed:
-            self.log.warning("For review: %s", item)
-        nb.metadata.setdefault("seqlab", {})["review"] = listed
-        return nb, resources
-
-
-class FlagForReview(NbGraderPreprocessor):
-    """Autograding step, after nbgrader saved the grades: a notebook with cells listed for review is
-    flagged in the gradebook (the formgrader shows the flag)."""
-
-    def preprocess(self, nb, resources):
-        if nb.metadata.get("seqlab", {}).get("review"):
-            info = resources["nbgrader"]
-            with Gradebook(info["db_url"]) as gradebook:
-                notebook = gradebook.find_submission_notebook(info["notebook"], info["assignment"], info["student"])
-                notebook.flagged = True
-                gradebook.db.commit()
-        return nb, resources
-
-
-class ExportWithReview(CsvExportPlugin):
-    """nbgrader's CSV export, with two more columns from the autograded notebooks: ``review`` (the cells
-    listed for review) and ``notes`` (what grading repaired or met), each joined with `` | ``."""
+class ExportWithNotes(CsvExportPlugin):
+    """nbgrader's CSV export, with one more column from the autograded notebooks: ``notes`` (what grading
+    repaired or met), joined with `` | ``."""
 
     def export(self, gradebook) -> None:
         super().export(gradebook)
@@ -149,17 +85,14 @@ class ExportWithReview(CsvExportPlugin):
             rows = list(csv.DictReader(f))
         coursedir = getattr(self.parent, "coursedir", None)
         for row in rows:
-            seqlab = {}
+            notes = []
             if coursedir is not None:
                 folder = coursedir.format_path(coursedir.autograded_directory, row["student_id"], row["assignment"])
                 for path in sorted(glob.glob(os.path.join(folder, "*.ipynb"))):
-                    meta = nbformat.read(path, as_version=4).metadata.get("seqlab", {})
-                    for key in ("review", "notes"):
-                        seqlab.setdefault(key, []).extend(meta.get(key, []))
-            row["review"] = " | ".join(seqlab.get("review", []))
-            row["notes"] = " | ".join(seqlab.get("notes", []))
+                    notes += nbformat.read(path, as_version=4).metadata.get("seqlab", {}).get("notes", [])
+            row["notes"] = " | ".join(notes)
         with open(dest, "w", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=list(rows[0]) if rows else ["review", "notes"])
+            writer = csv.DictWriter(f, fieldnames=list(rows[0]) if rows else ["notes"])
             writer.writeheader()
             writer.writerows({key: inert_cell(value) for key, value in row.items()} for row in rows)
 

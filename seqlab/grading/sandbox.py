@@ -128,8 +128,10 @@ class Sandbox(Configurable):
             # written beside the runtime folder, in the session's folder that no kernel can write to (a
             # kernel could leave a link in its own runtime folder for the grader, root, to write through)
             passwd, group = f"{runtime}.passwd", f"{runtime}.group"
-            for path, text in [(passwd, f"root:x:0:0:root:/root:/bin/sh\nstudent:x:{uid}:{gid}:student:/tmp:/bin/sh\n"),
-                               (group, f"root:x:0:\nstudent:x:{gid}:\n")]:
+            for path, text in [
+                (passwd, f"root:x:0:0:root:/root:/bin/sh\nstudent:x:{uid}:{gid}:student:/tmp:/bin/sh\n"),
+                (group, f"root:x:0:\nstudent:x:{gid}:\n"),
+            ]:
                 with open(path, "w") as f:
                     f.write(text)
             at = prefix.index("--remount-ro")
@@ -399,7 +401,11 @@ class KernelSession:
     """
 
     def __init__(
-        self, notebook_folder: str, parent_folder: str | None = None, disk_limit: int = 0, memory_limit: int = 0,
+        self,
+        notebook_folder: str,
+        parent_folder: str | None = None,
+        disk_limit: int = 0,
+        memory_limit: int = 0,
         process_limit: int = 512,
     ):
         self.workdir = os.path.abspath(notebook_folder)

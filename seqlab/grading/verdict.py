@@ -1,9 +1,9 @@
 """Verdicts out of the student's reach: test cells run in a kernel that never runs the student's code.
 
 Stock nbgrader runs the test cells in the kernel that ran the answer cells, so an answer cell can
-decide its own verdict: rewrite the test cells with an IPython input transformer, make
-``torch.testing.assert_close`` or the course's checks no-ops, or undo the "references switched off"
-guard. Here a notebook is graded with two kernels, both in the sandbox:
+decide its own verdict: rewrite the test cells with an IPython input transformer, or make
+``torch.testing.assert_close`` or the course's checks no-ops. Here a notebook is graded with two kernels,
+both in the sandbox:
 
 * the **student's kernel** runs the answer cells and the student's own cells, as Jupyter did; of a test
   cell it runs only the imports and definitions (the names a later answer may use);
@@ -22,11 +22,8 @@ flow through a call (:class:`_RemoteCall`): the backward pass runs in the studen
 that the forward pass built there. What the student's function prints or warns reaches the test cell's
 stdout or stderr, and an exception it raises is raised in the test, as before.
 
-The references that a hidden test switches off (``with disabled(...)``) are switched off in the
-student's kernel too, around each call that the test makes inside that block; the guard runs there
-from a fresh copy of :mod:`seqlab.grading.references`, so rebinding ``seqlab.grading.disabled`` changes
-nothing. It cannot be more than a guard: the student's code runs in that interpreter, and an answer can
-keep its own copy of a reference; :mod:`seqlab.grading.review` lists such answers for the instructor.
+Nothing of torch or seqlab is switched off while the student's code runs: each exercise asks for a variant
+that neither contains (tests/test_answers_not_given.py), so an answer that hands its work to them fails.
 """
 
 import builtins
@@ -46,8 +43,6 @@ from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import torch
-
-from seqlab.grading import references
 
 __all__ = ["MODELS", "Answer", "Unsupported", "decode", "encode", "finish", "install_answers", "serve"]
 
@@ -248,14 +243,11 @@ def _differentiable(meta: dict) -> bool:
 # The student's kernel: serve the calls of one test cell
 
 
-def serve(path: str, namespace: dict, guard_source: str) -> None:
+def serve(path: str, namespace: dict) -> None:
     """Answer the verdict kernel's calls on the Unix socket ``path`` until it says ``done``.
 
-    Runs in the student's kernel (the grader starts it there, with the user's ``globals()``); the guard
-    that switches references off is a fresh copy of :mod:`seqlab.grading.references` (``guard_source``).
+    Runs in the student's kernel (the grader starts it there, with the user's ``globals()``).
     """
-    guard = {"__name__": "seqlab_grading_guard"}
-    exec(compile(guard_source, "<the grader's guard>", "exec"), guard)
     graphs = {}  # call id -> (the call's tensors that require grad, its outputs that do), for backward
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     Path(path).unlink(missing_ok=True)
@@ -269,7 +261,7 @@ def serve(path: str, namespace: dict, guard_source: str) -> None:
                 header, blobs = _receive(connection, limit=1 << 40)
                 if header.get("op") == "done":
                     return
-                reply, out = _answer(header, blobs, namespace, guard, graphs)
+                reply, out = _answer(header, blobs, namespace, graphs)
                 _send(connection, reply, out)
     finally:
         restore()
@@ -305,14 +297,14 @@ def _record_model_arguments():
     return restore
 
 
-def _answer(header: dict, blobs: list, namespace: dict, guard: dict, graphs: dict) -> tuple:
+def _answer(header: dict, blobs: list, namespace: dict, graphs: dict) -> tuple:
     """One call (or backward pass) of the verdict kernel, run in the student's kernel."""
     stdout, stderr = io.StringIO(), io.StringIO()
     outputs: list = []
     try:
         # the kernel's own warning filters (as in the notebook), shown on the captured stderr
         with redirect_stdout(stdout), redirect_stderr(stderr), warnings.catch_warnings():
-            with torch.set_grad_enabled(bool(header.get("grad"))), _switched_off(guard, header.get("disabled", [])):
+            with torch.set_grad_enabled(bool(header.get("grad"))):
                 if header["op"] == "call":
                     structure = _call(header, blobs, namespace, graphs, outputs)
                 else:
@@ -327,21 +319,6 @@ def _answer(header: dict, blobs: list, namespace: dict, guard: dict, graphs: dic
     metas, data = zip(*[_tensor_blob(t) for t in outputs]) if outputs else ((), ())
     reply |= {"tensors": list(metas), "stdout": stdout.getvalue()[-100_000:], "stderr": stderr.getvalue()[-100_000:]}
     return reply, list(data)
-
-
-class _switched_off:
-    """The references of every ``disabled`` block open in the test, switched off by the fresh guard."""
-
-    def __init__(self, guard: dict, blocks: list):
-        self.contexts = [guard["disabled"](*targets, optional=optional) for targets, optional in blocks]
-
-    def __enter__(self):
-        for context in self.contexts:
-            context.__enter__()
-
-    def __exit__(self, *exc):
-        for context in reversed(self.contexts):
-            context.__exit__(*exc)
 
 
 def _call(header: dict, blobs: list, namespace: dict, graphs: dict, outputs: list):
@@ -386,7 +363,6 @@ class Answer:
         buffer = io.BytesIO()
         _ArgumentPickler(buffer, tensors).dump((args, kwargs))
         call = {"op": "call", "name": self.__name__, "id": next(_calls), "grad": torch.is_grad_enabled()}
-        call["disabled"] = [[list(targets), list(optional)] for targets, optional in references.ACTIVE]
         if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
             result: dict = {}
             flat = _RemoteCall.apply(self, call, buffer.getvalue(), result, *tensors)
@@ -453,8 +429,6 @@ class _RemoteCall(torch.autograd.Function):
 
 def _error(name: str, message: str, text: str) -> BaseException:
     """The student's exception, as the test sees it: a builtin of that name, or a RuntimeError."""
-    if name == "DisabledError":
-        return references.DisabledError(message)
     builtin = getattr(builtins, str(name), None)
     if isinstance(builtin, type) and issubclass(builtin, Exception):
         try:
