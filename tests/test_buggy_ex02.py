@@ -1,56 +1,287 @@
-"""Exercise 2's realistic wrong answers score below full marks (tests/buggy_answers.py says how).
+"""Exercise 2's realistic answers, right and wrong, against its tests (tests/buggy_answers.py says how).
 
 | bug | the edit | must fail |
 |---|---|---|
-| whole row flipped | ``reverse_padded`` is ``x.flip(1)``: the padding moves to the front | reverse, vs torch, padding |
-| padding in the backward pass | the padded batch flipped, not reversed within its lengths | vs torch, padding |
-| backward not reversed back | the backward outputs left in reading order | vs torch, padding |
-| backward final state at the wrong end | taken at the last real token, like the forward one | shapes, vs torch |
-| backward final state from the GRU | the one-directional GRU's h_n, after the padding | shapes, vs torch |
-| forward final state from the GRU | the one-directional GRU's h_n, after the padding | shapes, vs torch |
-| padding not zeroed | the outputs keep what the GRUs computed on the padding | shapes, vs torch |
+| whole row flipped | ``reverse_left_padded`` is ``x.flip(1)``: the padding moves to the end | reverse |
+| reversed as if right-padded | chapter 2's rule: the first ``lengths[b]`` steps reversed | reverse |
+| offset forgotten | index ``i`` takes step ``S - 1 - i``, not counted from the row's first real index | reverse |
+| forward reads the padding | the forward layer runs over the left-padded rows as they are | halves, lstm/rnn, gradients |
+| backward final after the padding | the backward layer reads the whole row flipped; its own h_n, after the padding, is kept | halves, lstm/rnn, gradients |
+| backward not flipped back | the backward outputs left in reading order | halves, lstm/rnn, gradients |
+| directions swapped | outputs are ``[backward; forward]`` | halves, lstm/rnn, gradients |
+| final from the last index | both final states read from ``outputs[:, -1]``, chapter 2 §2.4's trap | halves, lstm/rnn, gradients |
+| LSTM memory dropped | an LSTM's ``final`` is ``h_n`` alone, not ``(h_n, c_n)`` | lstm/rnn |
+| zeros of the default dtype | ``outputs`` and ``final`` start as float32 zeros whatever ``x``'s dtype | lstm/rnn |
+| inputs detached | the layers read ``x`` detached: no gradient reaches it | gradients |
+| every layer reads the embeddings | layer ``l > 1`` gets ``embedded``, not the outputs below | layers |
+| final direction-major | all forward states, then all backward ones | layers |
+| top layer's final only | ``final`` holds the last layer's two states | layers |
+| LSTM pair concatenated | an LSTM stack's ``final`` is ``torch.cat([h_n, c_n])`` | layers |
+
+Every bug is caught by a visible test of its own task first; its message starts with the function's name.
+The correct variants: task 1 as a loop, with advanced indexing, and as a one-hot permutation product; task 2
+with packed sequences, as a loop over the rows, and as a loop over steps that keeps the state on the padding;
+task 3 with per-direction lists, recursively, and into a preallocated tensor.
 """
 
-from buggy_answers import Bug, buggy_answer_tests, graded_fixture
+from buggy_answers import Bug, Variant, answer_tests, graded_fixture, grader_agreement_test
 
-MATCHES = {"test_encode_matches_torch", "test_encode_padding_and_gradients"}
-FINAL_STATES = {"test_encode_shapes", "test_encode_matches_torch"}
-BACKWARD_IN = "backward_rnn(reverse_padded(embedded, lengths))"
-BACKWARD_OUT = "reverse_padded(backward_reversed, lengths)"
+EXERCISE = "ex02_bidirectional_encoder"
+REVERSE = {"test_reverse_left_padded"}
+LAYER = {"test_layer_halves", "test_layer_lstm_rnn", "test_layer_padding_gradients"}
+LAYERS = {"test_encode_left_layers"}
+SOURCE = "source = torch.where(positions >= first, first + S - 1 - positions, positions)  # (B, S)"
+FORWARD = "forward_states, forward_final = forward_rnn(real)  # (G, n, H), read x_1 .. x_n"
+BACKWARD = "backward_reversed, backward_final = backward_rnn(real.flip(1))  # (G, n, H), read x_n .. x_1"
+CONCAT = "torch.cat([forward_states, backward_reversed.flip(1)], dim=2)"
+FINAL = "final[:, rows] = torch.cat([forward_part, backward_part])"
+RETURN = "return outputs, (tuple(finals) if len(finals) == 2 else finals[0])"
+CALL = "layer_input, final = bidirectional_layer_left(layer_input, lengths, forward_rnn, backward_rnn)"
+STACKED = "stacked = tuple(torch.cat(parts) for parts in zip(*finals))"
+
 BUGS = {
     "whole_row_flipped": Bug(
-        "reverse_padded",
-        [("return x.gather(1, source.unsqueeze(2).expand_as(x))", "return x.flip(1)")],
-        {"test_reverse_padded"} | MATCHES,
+        "reverse_left_padded", [("return x.gather(1, source.unsqueeze(2).expand_as(x))", "return x.flip(1)")], REVERSE
     ),
-    "padding_in_the_backward_pass": Bug(
-        "bidirectional_encode",
-        [(BACKWARD_IN, "backward_rnn(embedded.flip(1))"), (BACKWARD_OUT, "backward_reversed.flip(1)")],
-        MATCHES,
+    "reversed_as_if_right_padded": Bug(
+        "reverse_left_padded",
+        [(SOURCE, "last = lengths.unsqueeze(1) - 1\n    source = torch.where(positions <= last, last - positions, positions)")],
+        REVERSE,
     ),
-    "backward_not_reversed_back": Bug("bidirectional_encode", [(BACKWARD_OUT, "backward_reversed")], MATCHES),
-    "backward_final_state_at_the_last_token": Bug(
-        "bidirectional_encode",
-        [("h_backward = backward_states[:, 0]", "h_backward = backward_states.gather(1, last).squeeze(1)")],
-        FINAL_STATES,
+    "offset_forgotten": Bug("reverse_left_padded", [("first + S - 1 - positions", "S - 1 - positions")], REVERSE),
+    "forward_reads_the_padding": Bug(
+        "bidirectional_layer_left",
+        [(FORWARD, "forward_states, forward_final = forward_rnn(x[rows])\n        forward_states = forward_states[:, S - n :]")],
+        LAYER,
     ),
-    "backward_final_state_from_the_gru": Bug(
-        "bidirectional_encode",
+    "backward_final_after_the_padding": Bug(
+        "bidirectional_layer_left",
         [
-            ("backward_reversed, _ = backward_rnn(", "backward_reversed, h_back = backward_rnn("),
-            ("h_backward = backward_states[:, 0]", "h_backward = h_back[0]"),
+            (
+                BACKWARD,
+                "backward_reversed, backward_final = backward_rnn(x[rows].flip(1))\n"
+                "        backward_reversed = backward_reversed[:, :n]",
+            )
         ],
-        FINAL_STATES,
+        LAYER,
     ),
-    "forward_final_state_from_the_gru": Bug(
-        "bidirectional_encode",
+    "backward_not_flipped_back": Bug(
+        "bidirectional_layer_left", [(CONCAT, "torch.cat([forward_states, backward_reversed], dim=2)")], LAYER
+    ),
+    "directions_swapped": Bug(
+        "bidirectional_layer_left", [(CONCAT, "torch.cat([backward_reversed.flip(1), forward_states], dim=2)")], LAYER
+    ),
+    "final_from_the_last_index": Bug(
+        "bidirectional_layer_left",
+        [(FINAL, "final[:, rows] = torch.stack([outputs[rows, -1, :H], outputs[rows, -1, H:]])")],
+        LAYER,
+    ),
+    "lstm_memory_dropped": Bug("bidirectional_layer_left", [(RETURN, "return outputs, finals[0]")], {"test_layer_lstm_rnn"}),
+    "zeros_of_the_default_dtype": Bug(
+        "bidirectional_layer_left",
         [
-            ("forward_states, _ = forward_rnn(embedded)", "forward_states, h_fwd = forward_rnn(embedded)"),
-            ("h_forward = forward_states.gather(1, last).squeeze(1)", "h_forward = h_fwd[0]"),
+            ("outputs = x.new_zeros(B, S, 2 * H)", "outputs = torch.zeros(B, S, 2 * H, device=x.device)"),
+            ("finals = [x.new_zeros(2, B, H) for", "finals = [torch.zeros(2, B, H, device=x.device) for"),
         ],
-        FINAL_STATES,
+        {"test_layer_lstm_rnn"},
     ),
-    "padding_not_zeroed": Bug("bidirectional_encode", [(".masked_fill(~real.unsqueeze(2), 0.0)", "")], FINAL_STATES),
+    "inputs_detached": Bug(
+        "bidirectional_layer_left",
+        [("real = x[rows, S - n :]", "real = x[rows, S - n :].detach()")],
+        {"test_layer_padding_gradients"},
+    ),
+    "every_layer_reads_the_embeddings": Bug(
+        "bidirectional_encode_left",
+        [(CALL, "layer_input, final = bidirectional_layer_left(embedded, lengths, forward_rnn, backward_rnn)")],
+        LAYERS,
+    ),
+    "final_direction_major": Bug(
+        "bidirectional_encode_left",
+        [(STACKED, "stacked = tuple(torch.cat([p[:1] for p in parts] + [p[1:] for p in parts]) for parts in zip(*finals))")],
+        LAYERS,
+    ),
+    "top_layer_final_only": Bug(
+        "bidirectional_encode_left", [(STACKED, "stacked = tuple(parts[-1] for parts in zip(*finals))")], LAYERS
+    ),
+    "lstm_pair_concatenated": Bug(
+        "bidirectional_encode_left",
+        [("return layer_input, (stacked if len(stacked) == 2 else stacked[0])", "return layer_input, torch.cat(stacked)")],
+        LAYERS,
+    ),
 }
-graded = graded_fixture("ex02_bidirectional_encoder", BUGS)
-test_the_solution_scores_full_marks, test_a_buggy_answer_scores_below_full_marks = buggy_answer_tests(BUGS)
+
+VARIANTS = {
+    "reverse_by_a_loop": Variant(
+        "reverse_left_padded",
+        '''def reverse_left_padded(x, lengths):
+    out = x.clone()
+    width = x.shape[1]
+    for b in range(x.shape[0]):
+        n = int(lengths[b])
+        out[b, width - n :] = x[b, width - n :].flip(0)
+    return out
+''',
+    ),
+    "reverse_by_advanced_indexing": Variant(
+        "reverse_left_padded",
+        '''def reverse_left_padded(x, lengths):
+    B, S = x.shape[:2]
+    i = torch.arange(S, device=x.device).expand(B, S)
+    pad = (S - lengths.to(x.device)).view(B, 1)
+    j = torch.where(i < pad, i, S - 1 - (i - pad))
+    return x[torch.arange(B, device=x.device).view(B, 1), j]
+''',
+    ),
+    "reverse_by_a_permutation_product": Variant(
+        "reverse_left_padded",
+        '''def reverse_left_padded(x, lengths):
+    S = x.shape[1]
+    i = torch.arange(S, device=x.device)
+    n = lengths.to(x.device)[:, None]
+    real = i >= S - n
+    source = torch.where(real, 2 * S - n - 1 - i, i)
+    permutation = torch.nn.functional.one_hot(source, S).to(x.dtype)  # (B, S, S)
+    return permutation @ x
+''',
+    ),
+    "layer_with_packed_sequences": Variant(
+        "bidirectional_layer_left",
+        '''from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+
+def bidirectional_layer_left(x, lengths, forward_rnn, backward_rnn):
+    S = x.shape[1]
+    in_order = reverse_left_padded(x, lengths).flip(1)  # x_1 .. x_S first, padding after: padded on the right
+    backwards = x.flip(1)  # x_S .. x_1 first, padding after
+    results = []
+    for rnn, seq in ((forward_rnn, in_order), (backward_rnn, backwards)):
+        packed = pack_padded_sequence(seq, lengths.cpu(), batch_first=True, enforce_sorted=False)
+        out, state = rnn(packed)
+        out, _ = pad_packed_sequence(out, batch_first=True, total_length=S)
+        results.append((out, state))
+    (f_out, f_state), (b_out, b_state) = results
+    forward_half = reverse_left_padded(f_out.flip(1), lengths)
+    backward_half = b_out.flip(1)
+    outputs = torch.cat([forward_half, backward_half], dim=-1)
+    if isinstance(f_state, tuple):
+        return outputs, (torch.cat([f_state[0], b_state[0]]), torch.cat([f_state[1], b_state[1]]))
+    return outputs, torch.cat([f_state, b_state])
+''',
+    ),
+    "layer_row_by_row": Variant(
+        "bidirectional_layer_left",
+        '''def bidirectional_layer_left(x, lengths, forward_rnn, backward_rnn):
+    B, S, _ = x.shape
+    H = forward_rnn.hidden_size
+    is_lstm = isinstance(forward_rnn, torch.nn.LSTM)
+    rows_out, h_list, c_list = [], [], []
+    for b in range(B):
+        n = int(lengths[b])
+        seq = x[b, S - n :].unsqueeze(0)
+        fo, fs = forward_rnn(seq)
+        bo, bs = backward_rnn(seq.flip(1))
+        row = torch.cat([fo[0], bo[0].flip(0)], dim=1)
+        rows_out.append(torch.nn.functional.pad(row, (0, 0, S - n, 0)))
+        if is_lstm:
+            h_list.append(torch.cat([fs[0], bs[0]], dim=0))
+            c_list.append(torch.cat([fs[1], bs[1]], dim=0))
+        else:
+            h_list.append(torch.cat([fs, bs], dim=0))
+    outputs = torch.stack(rows_out)
+    h_n = torch.cat(h_list, dim=1)
+    if is_lstm:
+        return outputs, (h_n, torch.cat(c_list, dim=1))
+    return outputs, h_n
+''',
+    ),
+    "layer_step_by_step_keeping_the_state": Variant(
+        "bidirectional_layer_left",
+        '''def run_direction(rnn, x, real, steps):
+    """One direction, one step at a time; a padded step keeps the state and outputs zero."""
+    B = x.shape[0]
+    H = rnn.hidden_size
+    zeros = x.new_zeros(1, B, H)
+    lstm = isinstance(rnn, torch.nn.LSTM)
+    state = (zeros, zeros) if lstm else zeros
+    outs = [None] * x.shape[1]
+    for t in steps:
+        out, new = rnn(x[:, t : t + 1], state)
+        keep = real[:, t].view(1, B, 1)
+        if lstm:
+            state = (torch.where(keep, new[0], state[0]), torch.where(keep, new[1], state[1]))
+        else:
+            state = torch.where(keep, new, state)
+        outs[t] = torch.where(keep[0], out[:, 0], torch.zeros_like(out[:, 0]))
+    return torch.stack(outs, dim=1), state
+
+
+def bidirectional_layer_left(x, lengths, forward_rnn, backward_rnn):
+    S = x.shape[1]
+    real = torch.arange(S, device=x.device)[None, :] >= (S - lengths)[:, None]
+    f_out, f_state = run_direction(forward_rnn, x, real, range(S))
+    b_out, b_state = run_direction(backward_rnn, x, real, reversed(range(S)))
+    outputs = torch.cat([f_out, b_out], dim=2)
+    if isinstance(f_state, tuple):
+        return outputs, tuple(torch.cat([f, b]) for f, b in zip(f_state, b_state))
+    return outputs, torch.cat([f_state, b_state])
+''',
+    ),
+    "stack_with_lists_per_direction": Variant(
+        "bidirectional_encode_left",
+        '''def bidirectional_encode_left(embedded, lengths, layers):
+    h = embedded
+    hs, cs = [], []
+    for fwd, bwd in layers:
+        h, final = bidirectional_layer_left(h, lengths, fwd, bwd)
+        if isinstance(final, tuple):
+            hs.extend([final[0][0], final[0][1]])
+            cs.extend([final[1][0], final[1][1]])
+        else:
+            hs.extend([final[0], final[1]])
+    if cs:
+        return h, (torch.stack(hs), torch.stack(cs))
+    return h, torch.stack(hs)
+''',
+    ),
+    "stack_recursively": Variant(
+        "bidirectional_encode_left",
+        '''def bidirectional_encode_left(embedded, lengths, layers):
+    outputs, final = bidirectional_layer_left(embedded, lengths, *layers[0])
+    if len(layers) == 1:
+        return outputs, final
+    outputs, above = bidirectional_encode_left(outputs, lengths, layers[1:])
+    if isinstance(final, tuple):
+        return outputs, tuple(torch.cat([mine, theirs]) for mine, theirs in zip(final, above))
+    return outputs, torch.cat([final, above])
+''',
+    ),
+    "stack_into_a_preallocated_tensor": Variant(
+        "bidirectional_encode_left",
+        '''def bidirectional_encode_left(embedded, lengths, layers):
+    L = len(layers)
+    B = embedded.shape[0]
+    H = layers[0][0].hidden_size
+    lstm = isinstance(layers[0][0], torch.nn.LSTM)
+    h_n = embedded.new_zeros(2 * L, B, H)
+    c_n = embedded.new_zeros(2 * L, B, H)
+    out = embedded
+    for l, (fwd, bwd) in enumerate(layers):
+        out, final = bidirectional_layer_left(out, lengths, fwd, bwd)
+        if lstm:
+            h_n[2 * l : 2 * l + 2] = final[0]
+            c_n[2 * l : 2 * l + 2] = final[1]
+        else:
+            h_n[2 * l : 2 * l + 2] = final
+    return out, ((h_n, c_n) if lstm else h_n)
+''',
+    ),
+}
+
+graded = graded_fixture(EXERCISE, BUGS, VARIANTS)
+(
+    test_the_solution_scores_full_marks,
+    test_a_bug_loses_only_its_own_tasks_points,
+    test_a_bug_fails_a_visible_test_first_in_its_own_task,
+    test_a_correct_variant_scores_full_marks,
+) = answer_tests(BUGS, VARIANTS)
+test_the_grader_gives_the_same_verdicts = grader_agreement_test(EXERCISE, BUGS, VARIANTS)
