@@ -1,5 +1,7 @@
 # The course's commands. `make book` and `make test` create the environment (.venv/) on first use.
 #   make book     build the rendered book into _build/html (executes the chapters)
+#   make book-zh  build the Chinese editions into _build/html/zh_CN and zh_TW, from the chapters' stored outputs
+#   make translations   bring locales/ in step with the English text, and zh_TW with zh_CN (tools/book_editions.py)
 #   make test     lint, unit tests, notebook regression (nbval), course integrity, grading round trips
 #   make release  regenerate exercises/ from solutions/ with nbgrader
 #   make grade NB=PATH   grade an exercise notebook where it is (seqlab grade PATH): points, feedback
@@ -18,7 +20,7 @@ export OMP_NUM_THREADS ?= 1
 export SEQLAB_PROGRESS ?= 0
 STAMP := $(VENV)/.installed
 
-.PHONY: env book test lint release grade bench student-edition clean
+.PHONY: env book book-zh translations test lint release grade bench student-edition clean
 
 env: $(STAMP)
 
@@ -32,6 +34,13 @@ book: env
 	$(BIN)/jupyter-book build --all --warningiserror --keep-going .
 	@echo
 	@echo "The book is built. Open it: file://$(CURDIR)/_build/html/index.html"
+
+book-zh: env
+	$(BIN)/python tools/book_editions.py build zh_CN zh_TW
+
+translations: env
+	$(BIN)/python tools/book_editions.py extract
+	$(BIN)/python tools/book_editions.py derive-tw
 
 # ruff over the code and the notebooks; actionlint over .github/workflows/ (an action on a runtime that
 # GitHub's runners no longer have fails here, not on an instructor's first push).

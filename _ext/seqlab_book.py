@@ -8,6 +8,8 @@
    "Bahdanau et al. (2015)" and {cite:p} "(Bahdanau et al., 2015)" (_config.yml's
    bibtex_reference_style: author_year_round). sphinxcontrib-bibtex's own author_year style uses
    square brackets.
+3. Every page links to the same page in the book's other editions (English, 简体中文, 繁體中文: tools/book_editions.py):
+   English is built into _build/html, each Chinese edition into _build/html/<language>.
 """
 
 import dataclasses
@@ -54,6 +56,29 @@ def one_copy_of_each_script(_app, _pagename, _templatename, context, _doctree):
     context["script_files"] = scripts
 
 
+EDITIONS = {"en": "English", "zh_CN": "简体中文", "zh_TW": "繁體中文"}  # language: its name, in itself
+
+
+def edition_links(app, pagename, _templatename, context, doctree):
+    """A line of links above the page's text: this page in each edition, the current one not a link."""
+    if doctree is None or "body" not in context:  # the search and index pages have no text of their own
+        return
+    here = app.config.language if app.config.language in EDITIONS else "en"
+    to_root = "../" * pagename.count("/") + ("" if here == "en" else "../")
+    items = []
+    for language, name in EDITIONS.items():
+        lang = language.replace("_", "-")
+        if language == here:
+            items.append(f'<span class="seqlab-edition-current" lang="{lang}" aria-current="page">{name}</span>')
+        else:
+            folder = "" if language == "en" else f"{language}/"
+            href = f"{to_root}{folder}{pagename}.html"
+            items.append(f'<a class="seqlab-edition" href="{href}" hreflang="{lang}" lang="{lang}">{name}</a>')
+    nav = '<nav class="seqlab-editions" aria-label="Editions">' + " · ".join(items) + "</nav>\n"
+    context["body"] = nav + context["body"]
+
+
 def setup(app):
     app.connect("html-page-context", one_copy_of_each_script)
+    app.connect("html-page-context", edition_links)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

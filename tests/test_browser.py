@@ -1,8 +1,9 @@
 """The rendered book as its readers see it: every page opened in headless Chromium, with no network.
 
-The book is built from the notebooks' stored outputs (tests/rendered_book.py, seconds), served on
-127.0.0.1, and every page of _toc.yml (plus the index and search pages) is opened at 1280 px wide,
-with every request that leaves the book aborted and recorded. A page fails on:
+The book is built from the notebooks' stored outputs (tests/rendered_book.py, seconds), with its two Chinese
+editions beside it (tools/book_editions.py: _build/html/zh_CN and zh_TW), served on 127.0.0.1, and every page
+of _toc.yml (plus the index and search pages) of each edition is opened at 1280 px wide, with every request
+that leaves the book aborted and recorded. A page fails on:
 
 - a resource loaded from outside the book (a CDN's script, font or style): the book must read offline;
 - raw TeX left in its text once MathJax has typeset it, or a formula MathJax could not typeset;
@@ -11,13 +12,16 @@ with every request that leaves the book aborted and recorded. A page fails on:
 - a broken local link (file or #anchor) or image, or an image without a description (alt text);
 - a JavaScript error, or an error in the console (a failed load, a missing favicon);
 - a cell whose printed output is cut into several boxes;
+- Markdown left as text (``**``, a ``{term}`` or ``{cite}`` role): a translation that Sphinx could not parse;
+- a page without its links to the same page in the other two editions;
 - at 1280 px and at 390 px (a phone): a formula clipped instead of scrolling (or scrolling though it
   fits), a figure shrunk below three quarters of its size (its labels would be illegible; it scrolls
   instead), or more or fewer than one visible search box.
 
 Screenshots of two pages at both widths are kept for a human to look at, in _build/screenshots/ (or
 $SEQLAB_SCREENSHOTS); the test prints where. Skipped, with the reason, where Chromium is not
-installed (`apt-get install chromium`, as .ci/run does) or Playwright is missing.
+installed (`apt-get install chromium`, as .ci/run does) or Playwright is missing. A search for 注意力 in each
+Chinese edition must find chapter 4 (Sphinx's Chinese search splits words with jieba).
 """
 
 import functools
@@ -32,7 +36,6 @@ import urllib.parse
 from pathlib import Path
 
 import pytest
-import yaml
 from rendered_book import ROOT, render_book
 
 WIDTHS = {"desktop": 1280, "phone": 390}
@@ -56,6 +59,16 @@ def _load_font_tool():
 
 
 font_tool = _load_font_tool()
+
+
+def _load_editions_tool():
+    spec = importlib.util.spec_from_file_location("book_editions", ROOT / "tools" / "book_editions.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+editions = _load_editions_tool()
 
 
 def find_chromium() -> str | None:
@@ -84,8 +97,15 @@ pytestmark = [
 ]
 
 
-# Every page of _toc.yml, in reading order ("book/intro"), then the index and the search page.
+# Every page of _toc.yml, in reading order ("book/intro"), then the index and the search page; in each edition.
 PAGES = [str(Path(page).with_suffix("")) for page in font_tool.toc_pages()] + ["genindex", "search"]
+EDITIONS = list(editions.EDITIONS)  # "en" at the root of the book, the others in a folder each
+EDITION_PAGES = [name if edition == "en" else f"{edition}/{name}" for edition in EDITIONS for name in PAGES]
+
+
+def edition_of(page: str) -> str:
+    first = page.split("/")[0]
+    return first if first in editions.TRANSLATED else "en"
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -99,8 +119,10 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def book(tmp_path_factory):
-    """The rendered book, served on 127.0.0.1: (folder, base URL)."""
+    """The rendered book and its Chinese editions, served on 127.0.0.1: (folder, base URL)."""
     html_dir = render_book(tmp_path_factory.mktemp("book"))
+    for language in editions.TRANSLATED:
+        editions.build_edition(language, html_dir / language)
     handler = functools.partial(_QuietHandler, directory=str(html_dir))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -129,8 +151,9 @@ def test_every_page_is_checked(book):
     """Every HTML page of the build is one that the test opens (a page left out of _toc.yml is not)."""
     html_dir, _ = book
     built = {str(p.relative_to(html_dir).with_suffix("")) for p in html_dir.rglob("*.html")}
-    built = {page for page in built if not page.startswith("_static/")} - {"index"}  # index: a redirect
-    assert built == set(PAGES), f"pages not opened by the test: {sorted(built - set(PAGES))}"
+    redirects = {"index"} | {f"{language}/index" for language in editions.TRANSLATED}
+    built = {page for page in built if "_static/" not in page} - redirects
+    assert built == set(EDITION_PAGES), f"pages not opened by the test: {sorted(built - set(EDITION_PAGES))}"
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -165,6 +188,9 @@ async () => {
       .filter(output => output.querySelectorAll(":scope > .output.stream").length > 1).length,
     errors: [...document.querySelectorAll("mjx-merror")].map(e => e.textContent),
     images, links, ids,
+    lang: document.documentElement.lang,
+    editions: [...document.querySelectorAll("nav.seqlab-editions a")].map(a => a.getAttribute("hreflang")),
+    current: [...document.querySelectorAll("nav.seqlab-editions [aria-current]")].map(e => e.getAttribute("lang")),
   };
 }
 """
@@ -282,6 +308,21 @@ def check_text(info: dict, title: str, font_characters: set) -> list:
         problems.append(f"CJK characters that no shipped font covers: {''.join(missing)}")
     if info["title"].count(title) > 1:
         problems.append(f"the tab title repeats the book's title: {info['title']!r}")
+    markup = re.findall(r"\*\*|\{term\}|\{cite:?\w*\}|\{ref\}", info["prose"])
+    if markup:
+        problems.append(f"Markdown left as text (a translation Sphinx could not parse?): {sorted(set(markup))}")
+    return problems
+
+
+def check_editions(info: dict, edition: str, name: str) -> list:
+    """The page says its language, and links to itself in the other editions (check_links follows the links)."""
+    lang = edition.replace("_", "-")
+    problems = [] if info["lang"] == lang else [f"<html lang={info['lang']!r}>, not {lang!r}"]
+    if name in ("genindex", "search"):  # pages of the theme, with no text of their own
+        return problems
+    others = sorted(e.replace("_", "-") for e in EDITIONS if e != edition)
+    if sorted(info["editions"]) != others or info["current"] != [lang]:
+        problems.append(f"links to the other editions: {info['editions']} (current {info['current']}), not {others}")
     return problems
 
 
@@ -322,10 +363,11 @@ def check_layout(page, width: str) -> list:
     return problems
 
 
-@pytest.mark.parametrize("name", PAGES)
+@pytest.mark.parametrize("name", EDITION_PAGES)
 def test_page_reads_offline(name, book, browser, font_characters):
     html_dir, base = book
-    title = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))["title"]
+    edition = edition_of(name)
+    title = editions.book_config(edition)["title"]
     context = browser.new_context(viewport={"width": WIDTHS["desktop"], "height": 900}, service_workers="block")
     page = context.new_page()
     problems, outside, console = [], [], []
@@ -354,16 +396,18 @@ def test_page_reads_offline(name, book, browser, font_characters):
         page.add_style_tag(content=NO_TRANSITIONS)
         info = page.evaluate(READ_PAGE)
         problems += check_text(info, title, font_characters)
+        problems += check_editions(info, edition, name.removeprefix(f"{edition}/"))
         problems += check_links(info, base, html_dir)
         problems += check_cjk_fonts(page, context.new_cdp_session(page))
         for width, pixels in WIDTHS.items():
             page.set_viewport_size({"width": pixels, "height": 900 if pixels > 600 else 844})
             page.wait_for_timeout(100)  # let the layout settle
             problems += check_layout(page, width)
-            if name in SCREENSHOT_PAGES:
-                if SCREENSHOT_PAGES[name]:
+            bare = name.removeprefix(f"{edition}/")
+            if bare in SCREENSHOT_PAGES:
+                if SCREENSHOT_PAGES[bare]:
                     scroll_to = "selector => document.querySelector(selector).scrollIntoView()"
-                    page.evaluate(scroll_to, SCREENSHOT_PAGES[name])
+                    page.evaluate(scroll_to, SCREENSHOT_PAGES[bare])
                 SCREENSHOTS.mkdir(parents=True, exist_ok=True)
                 shot = SCREENSHOTS / f"{name.replace('/', '_')}-{pixels}px.png"
                 page.screenshot(path=shot, full_page=False, animations="disabled")
@@ -373,3 +417,18 @@ def test_page_reads_offline(name, book, browser, font_characters):
     problems += [f"loads from outside the book: {url}" for url in sorted(set(outside))]
     problems += [f"console error: {text}" for text in console]
     assert not problems, f"{name}.html:\n  " + "\n  ".join(problems)
+
+
+@pytest.mark.parametrize("edition", editions.TRANSLATED)
+def test_search_finds_a_chinese_word(edition, book, browser):
+    """Sphinx's Chinese search index (words split by jieba): 注意力 finds chapter 4 in both editions."""
+    _, base = book
+    context = browser.new_context(service_workers="block")
+    page = context.new_page()
+    try:
+        page.goto(base + f"{edition}/search.html?q=" + urllib.parse.quote("注意力"), wait_until="load")
+        page.wait_for_function("document.querySelectorAll('ul.search li').length > 0", timeout=30_000)
+        found = page.eval_on_selector_all("ul.search li a", "links => links.map(a => a.getAttribute('href'))")
+    finally:
+        context.close()
+    assert any("book/04_attention" in href for href in found), f"注意力 found only {found}"

@@ -6,7 +6,9 @@ the characters the course uses (tens of KB instead of MBs):
 
 - every character that seqlab.data can generate (the plots label them);
 - every CJK character of the book's pages, as _toc.yml lists them: the chapters and the exercises
-  (markdown, code and stored outputs), the glossary, and the bibliography's .bib files.
+  (markdown, code and stored outputs), the glossary, and the bibliography's .bib files;
+- every character of the Chinese editions: their catalogs (locales/*/LC_MESSAGES/, tools/book_editions.py)
+  and the editions' names and titles (_ext/seqlab_book.py, tools/book_editions.py).
 
 seqlab.plot registers the file with matplotlib, and the rendered book serves the same file with
 @font-face (_static/seqlab.css, `unicode-range` = CJK_RANGES). tests/test_book_font.py fails when a
@@ -91,6 +93,12 @@ def toc_pages() -> list:
     return pages
 
 
+def edition_sources() -> list:
+    """What the Chinese editions show besides the English pages: their catalogs, and the editions' names."""
+    names = [ROOT / "_ext" / "seqlab_book.py", ROOT / "tools" / "book_editions.py"]
+    return sorted((ROOT / "locales").rglob("*.po")) + names
+
+
 def book_sources() -> list:
     """The files the rendered book shows: the pages of _toc.yml (notebooks or markdown) and the .bib files."""
     paths = []
@@ -118,7 +126,7 @@ def page_text(path: Path) -> str:
 def book_characters() -> dict:
     """{character: the first page that shows it} for every CJK character of the book's pages."""
     found = {}
-    for path in book_sources():
+    for path in book_sources() + edition_sources():
         for char in re.findall(CJK_PATTERN, page_text(path)):
             found.setdefault(char, str(path.relative_to(ROOT)))
     return found
