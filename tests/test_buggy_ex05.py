@@ -35,7 +35,7 @@ The issue's case "cosine with ``norm + eps``" is decided in task 3's text: the f
 vectors they use (under 1e-6) and far below any bug's; it is a variant here (``norm_plus_eps``).
 """
 
-from buggy_answers import Bug, Variant, answer_tests, graded_fixture
+from buggy_answers import Bug, Variant, answer_tests, graded_fixture, grader_agreement_test
 
 EXERCISE = "ex05_scoring_functions"
 
@@ -319,3 +319,4 @@ graded = graded_fixture(EXERCISE, BUGS, VARIANTS)
     test_a_bug_fails_a_visible_test_first_in_its_own_task,
     test_a_correct_variant_scores_full_marks,
 ) = answer_tests(BUGS, VARIANTS)
+test_the_grader_gives_the_same_verdicts = grader_agreement_test(EXERCISE, BUGS, VARIANTS)
