@@ -37,7 +37,7 @@ SHARE = {"test_share_kv_heads"}
 BY_HAND = {"test_grouped_attention_by_hand"}
 MASKS = {"test_grouped_attention_masks"}
 LAYER = {"test_layer_matches_torch", "test_layer_gradients"}
-SOFTMAX = "torch.softmax(scores, dim=-1)  # over the keys"
+SOFTMAX = "scores.softmax(dim=-1)  # over the keys"
 ZEROED = "weights = torch.where(allowed, torch.softmax(scores, dim=-1), 0.0)"
 
 BUGS = {
@@ -52,7 +52,7 @@ BUGS = {
     "scaled_by_d": Bug("grouped_attention", [("/ math.sqrt(d)", "/ d")], BY_HAND),
     "softmax_over_the_queries": Bug(
         "grouped_attention",
-        [(SOFTMAX, "torch.softmax(scores, dim=-2)"), (ZEROED, "weights = torch.where(allowed, torch.softmax(scores, dim=-2), 0.0)")],
+        [(SOFTMAX, "scores.softmax(dim=-2)"), (ZEROED, "weights = torch.where(allowed, torch.softmax(scores, dim=-2), 0.0)")],
         BY_HAND | MASKS,
     ),
     "mask_inverted": Bug(
