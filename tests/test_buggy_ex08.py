@@ -2,7 +2,7 @@
 
 | bug | the edit | must fail |
 |---|---|---|
-| positions cut into heads | ``split_heads`` reshapes straight to (B, n, L, d) | split_heads |
+| positions cut into heads | ``split_heads`` reshapes straight to (B, M, T, d) | split_heads |
 | split_heads checks too little | ``features < num_heads`` instead of divisibility: torch's reshape error, no ValueError | split_heads |
 | key/value heads tiled | ``share_kv_heads`` repeats the G heads as a block: query head m gets head m mod G | share_kv_heads |
 | share_kv_heads checks too little | ``G > num_heads`` instead of divisibility: G = 3, M = 4 passes | share_kv_heads |
@@ -42,7 +42,7 @@ ZEROED = "weights = torch.where(allowed, torch.softmax(scores, dim=-1), 0.0)"
 
 BUGS = {
     "positions_cut_into_heads": Bug(
-        "split_heads", [(".reshape(B, L, num_heads, d).permute(0, 2, 1, 3)", ".reshape(B, num_heads, L, d)")], SPLIT
+        "split_heads", [(".reshape(B, T, num_heads, d).permute(0, 2, 1, 3)", ".reshape(B, num_heads, T, d)")], SPLIT
     ),
     "split_heads_checks_too_little": Bug("split_heads", [("features % num_heads != 0", "features < num_heads")], SPLIT),
     "kv_heads_tiled": Bug(
