@@ -1,15 +1,15 @@
 """Exercise 2's realistic answers, right and wrong, against its tests (tests/buggy_answers.py says how).
 
-| bug | the edit | must fail |
+| bug | the edit | must fail (layer's three: halves, lstm/rnn, gradients) |
 |---|---|---|
 | whole row flipped | ``reverse_left_padded`` is ``x.flip(1)``: the padding moves to the end | reverse |
 | reversed as if right-padded | chapter 2's rule: the first ``lengths[b]`` steps reversed | reverse |
 | offset forgotten | index ``i`` takes step ``S - 1 - i``, not counted from the row's first real index | reverse |
-| forward reads the padding | the forward layer runs over the left-padded rows as they are | halves, lstm/rnn, gradients |
-| backward final after the padding | the backward layer reads the whole row flipped; its own h_n, after the padding, is kept | halves, lstm/rnn, gradients |
-| backward not flipped back | the backward outputs left in reading order | halves, lstm/rnn, gradients |
-| directions swapped | outputs are ``[backward; forward]`` | halves, lstm/rnn, gradients |
-| final from the last index | both final states read from ``outputs[:, -1]``, chapter 2 §2.4's trap | halves, lstm/rnn, gradients |
+| forward reads the padding | the forward layer runs over the left-padded rows as they are | layer's three |
+| backward final after the padding | the backward layer reads the row flipped, padding last; h_n kept | layer's three |
+| backward not flipped back | the backward outputs left in reading order | layer's three |
+| directions swapped | outputs are ``[backward; forward]`` | layer's three |
+| final from the last index | both final states read from ``outputs[:, -1]``, chapter 2 §2.4's trap | layer's three |
 | LSTM memory dropped | an LSTM's ``final`` is ``h_n`` alone, not ``(h_n, c_n)`` | lstm/rnn |
 | zeros of the default dtype | ``outputs`` and ``final`` start as float32 zeros whatever ``x``'s dtype | lstm/rnn |
 | inputs detached | the layers read ``x`` detached: no gradient reaches it | gradients |
@@ -45,13 +45,25 @@ BUGS = {
     ),
     "reversed_as_if_right_padded": Bug(
         "reverse_left_padded",
-        [(SOURCE, "last = lengths.unsqueeze(1) - 1\n    source = torch.where(positions <= last, last - positions, positions)")],
+        [
+            (
+                SOURCE,
+                "last = lengths.unsqueeze(1) - 1\n"
+                "    source = torch.where(positions <= last, last - positions, positions)",
+            )
+        ],
         REVERSE,
     ),
     "offset_forgotten": Bug("reverse_left_padded", [("first + S - 1 - positions", "S - 1 - positions")], REVERSE),
     "forward_reads_the_padding": Bug(
         "bidirectional_layer_left",
-        [(FORWARD, "forward_states, forward_final = forward_rnn(x[rows])\n        forward_states = forward_states[:, S - n :]")],
+        [
+            (
+                FORWARD,
+                "forward_states, forward_final = forward_rnn(x[rows])\n"
+                "        forward_states = forward_states[:, S - n :]",
+            )
+        ],
         LAYER,
     ),
     "backward_final_after_the_padding": Bug(
@@ -76,7 +88,9 @@ BUGS = {
         [(FINAL, "final[:, rows] = torch.stack([outputs[rows, -1, :H], outputs[rows, -1, H:]])")],
         LAYER,
     ),
-    "lstm_memory_dropped": Bug("bidirectional_layer_left", [(RETURN, "return outputs, finals[0]")], {"test_layer_lstm_rnn"}),
+    "lstm_memory_dropped": Bug(
+        "bidirectional_layer_left", [(RETURN, "return outputs, finals[0]")], {"test_layer_lstm_rnn"}
+    ),
     "zeros_of_the_default_dtype": Bug(
         "bidirectional_layer_left",
         [
@@ -97,7 +111,12 @@ BUGS = {
     ),
     "final_direction_major": Bug(
         "bidirectional_encode_left",
-        [(STACKED, "stacked = tuple(torch.cat([p[:1] for p in parts] + [p[1:] for p in parts]) for parts in zip(*finals))")],
+        [
+            (
+                STACKED,
+                "stacked = tuple(torch.cat([p[:1] for p in parts] + [p[1:] for p in parts]) for parts in zip(*finals))",
+            )
+        ],
         LAYERS,
     ),
     "top_layer_final_only": Bug(
@@ -105,7 +124,12 @@ BUGS = {
     ),
     "lstm_pair_concatenated": Bug(
         "bidirectional_encode_left",
-        [("return layer_input, (stacked if len(stacked) == 2 else stacked[0])", "return layer_input, torch.cat(stacked)")],
+        [
+            (
+                "return layer_input, (stacked if len(stacked) == 2 else stacked[0])",
+                "return layer_input, torch.cat(stacked)",
+            )
+        ],
         LAYERS,
     ),
 }
@@ -113,28 +137,28 @@ BUGS = {
 VARIANTS = {
     "reverse_by_a_loop": Variant(
         "reverse_left_padded",
-        '''def reverse_left_padded(x, lengths):
+        """def reverse_left_padded(x, lengths):
     out = x.clone()
     width = x.shape[1]
     for b in range(x.shape[0]):
         n = int(lengths[b])
         out[b, width - n :] = x[b, width - n :].flip(0)
     return out
-''',
+""",
     ),
     "reverse_by_advanced_indexing": Variant(
         "reverse_left_padded",
-        '''def reverse_left_padded(x, lengths):
+        """def reverse_left_padded(x, lengths):
     B, S = x.shape[:2]
     i = torch.arange(S, device=x.device).expand(B, S)
     pad = (S - lengths.to(x.device)).view(B, 1)
     j = torch.where(i < pad, i, S - 1 - (i - pad))
     return x[torch.arange(B, device=x.device).view(B, 1), j]
-''',
+""",
     ),
     "reverse_by_a_permutation_product": Variant(
         "reverse_left_padded",
-        '''def reverse_left_padded(x, lengths):
+        """def reverse_left_padded(x, lengths):
     S = x.shape[1]
     i = torch.arange(S, device=x.device)
     n = lengths.to(x.device)[:, None]
@@ -142,11 +166,11 @@ VARIANTS = {
     source = torch.where(real, 2 * S - n - 1 - i, i)
     permutation = torch.nn.functional.one_hot(source, S).to(x.dtype)  # (B, S, S)
     return permutation @ x
-''',
+""",
     ),
     "layer_with_packed_sequences": Variant(
         "bidirectional_layer_left",
-        '''from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+        """from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 
 def bidirectional_layer_left(x, lengths, forward_rnn, backward_rnn):
@@ -166,11 +190,11 @@ def bidirectional_layer_left(x, lengths, forward_rnn, backward_rnn):
     if isinstance(f_state, tuple):
         return outputs, (torch.cat([f_state[0], b_state[0]]), torch.cat([f_state[1], b_state[1]]))
     return outputs, torch.cat([f_state, b_state])
-''',
+""",
     ),
     "layer_row_by_row": Variant(
         "bidirectional_layer_left",
-        '''def bidirectional_layer_left(x, lengths, forward_rnn, backward_rnn):
+        """def bidirectional_layer_left(x, lengths, forward_rnn, backward_rnn):
     B, S, _ = x.shape
     H = forward_rnn.hidden_size
     is_lstm = isinstance(forward_rnn, torch.nn.LSTM)
@@ -192,7 +216,7 @@ def bidirectional_layer_left(x, lengths, forward_rnn, backward_rnn):
     if is_lstm:
         return outputs, (h_n, torch.cat(c_list, dim=1))
     return outputs, h_n
-''',
+""",
     ),
     "layer_step_by_step_keeping_the_state": Variant(
         "bidirectional_layer_left",
@@ -228,7 +252,7 @@ def bidirectional_layer_left(x, lengths, forward_rnn, backward_rnn):
     ),
     "stack_with_lists_per_direction": Variant(
         "bidirectional_encode_left",
-        '''def bidirectional_encode_left(embedded, lengths, layers):
+        """def bidirectional_encode_left(embedded, lengths, layers):
     h = embedded
     hs, cs = [], []
     for fwd, bwd in layers:
@@ -241,11 +265,11 @@ def bidirectional_layer_left(x, lengths, forward_rnn, backward_rnn):
     if cs:
         return h, (torch.stack(hs), torch.stack(cs))
     return h, torch.stack(hs)
-''',
+""",
     ),
     "stack_recursively": Variant(
         "bidirectional_encode_left",
-        '''def bidirectional_encode_left(embedded, lengths, layers):
+        """def bidirectional_encode_left(embedded, lengths, layers):
     outputs, final = bidirectional_layer_left(embedded, lengths, *layers[0])
     if len(layers) == 1:
         return outputs, final
@@ -253,11 +277,11 @@ def bidirectional_layer_left(x, lengths, forward_rnn, backward_rnn):
     if isinstance(final, tuple):
         return outputs, tuple(torch.cat([mine, theirs]) for mine, theirs in zip(final, above))
     return outputs, torch.cat([final, above])
-''',
+""",
     ),
     "stack_into_a_preallocated_tensor": Variant(
         "bidirectional_encode_left",
-        '''def bidirectional_encode_left(embedded, lengths, layers):
+        """def bidirectional_encode_left(embedded, lengths, layers):
     L = len(layers)
     B = embedded.shape[0]
     H = layers[0][0].hidden_size
@@ -273,7 +297,7 @@ def bidirectional_layer_left(x, lengths, forward_rnn, backward_rnn):
         else:
             h_n[2 * l : 2 * l + 2] = final
     return out, ((h_n, c_n) if lstm else h_n)
-''',
+""",
     ),
 }
 
