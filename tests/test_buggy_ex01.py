@@ -23,6 +23,7 @@ Task 1 is ``peephole_lstm_step`` (an LSTM step with peephole connections, Gers a
 | state_detached_between_steps | the carried state ``.detach()``-ed: no gradient through time | 4 |
 | padded_outputs_hold_the_state | padded outputs repeat the frozen h instead of 0 | 3, 4 |
 | length_off_by_one | ``t <= L`` counts one padded step as real | 3, 4 |
+| mask_on_the_wrong_axis | ``arange(S) < lengths`` with no new axis, read as ``real[t]`` | 3, 4 |
 | final_h_gathered_at_length_minus_one | ``h_n = outputs[b, L_b - 1]``: a row of length 0 gets the last column | 3 |
 | torch_reset_placement | ``r * (W_hn h + b_hn)``, torch's placement, not Cho et al.'s | 5 |
 | reset_on_b_hn_too | ``W_hn (r * h) + r * b_hn`` | 5 |
@@ -81,6 +82,11 @@ BUGS = {
     ),
     "padded_outputs_hold_the_state": Bug(SEQUENCE, [(OUTPUT, "every_h.append(h_t)")], {T3, T4}),
     "length_off_by_one": Bug(SEQUENCE, [("< lengths.unsqueeze(1)", "<= lengths.unsqueeze(1)")], {T3, T4}),
+    "mask_on_the_wrong_axis": Bug(
+        SEQUENCE,
+        [("< lengths.unsqueeze(1)  #", "< lengths  #"), ("real[:, t].unsqueeze(1)", "real[t].unsqueeze(1)")],
+        {T3, T4},
+    ),
     "final_h_gathered_at_length_minus_one": Bug(
         SEQUENCE,
         [
