@@ -4,12 +4,14 @@
 |---|---|---|
 | whole row flipped | ``reverse_left_padded`` is ``x.flip(1)``: the padding moves to the end | reverse |
 | reversed as if right-padded | chapter 2's rule: the first ``lengths[b]`` steps reversed | reverse |
+| input changed in place | the reversed steps copied into ``x`` itself, which is returned | reverse |
 | offset forgotten | index ``i`` takes step ``S - 1 - i``, not counted from the row's first real index | reverse |
 | forward reads the padding | the forward layer runs over the left-padded rows as they are | layer's three |
 | backward final after the padding | the backward layer reads the row flipped, padding last; h_n kept | layer's three |
 | backward not flipped back | the backward outputs left in reading order | layer's three |
 | directions swapped | outputs are ``[backward; forward]`` | layer's three |
 | final from the last index | both final states read from ``outputs[:, -1]``, chapter 2 §2.4's trap | layer's three |
+| backward final at index 0 | chapter 2's index of the backward final state, padding here | layer's three |
 | LSTM memory dropped | an LSTM's ``final`` is ``h_n`` alone, not ``(h_n, c_n)`` | lstm/rnn |
 | zeros of the default dtype | ``outputs`` and ``final`` start as float32 zeros whatever ``x``'s dtype | lstm/rnn |
 | inputs detached | the layers read ``x`` detached: no gradient reaches it | gradients |
@@ -54,6 +56,16 @@ BUGS = {
         ],
         REVERSE,
     ),
+    "input_changed_in_place": Bug(
+        "reverse_left_padded",
+        [
+            (
+                "return x.gather(1, source.unsqueeze(2).expand_as(x))",
+                "x.copy_(x.gather(1, source.unsqueeze(2).expand_as(x)))\n    return x",
+            )
+        ],
+        REVERSE,
+    ),
     "offset_forgotten": Bug("reverse_left_padded", [("first + S - 1 - positions", "S - 1 - positions")], REVERSE),
     "forward_reads_the_padding": Bug(
         "bidirectional_layer_left",
@@ -86,6 +98,11 @@ BUGS = {
     "final_from_the_last_index": Bug(
         "bidirectional_layer_left",
         [(FINAL, "final[:, rows] = torch.stack([outputs[rows, -1, :H], outputs[rows, -1, H:]])")],
+        LAYER,
+    ),
+    "backward_final_at_index_0": Bug(
+        "bidirectional_layer_left",
+        [(FINAL, "final[:, rows] = torch.stack([outputs[rows, -1, :H], outputs[rows, 0, H:]])")],
         LAYER,
     ),
     "lstm_memory_dropped": Bug(
