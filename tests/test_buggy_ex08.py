@@ -19,14 +19,20 @@
 | output projection not transposed | ``@ out_proj_weight`` | layer vs torch, gradients |
 | mask not passed | ``grouped_attention(q, k, v)`` in the layer | layer vs torch, gradients |
 | query bias dropped | the query projection without b_Q | layer vs torch, gradients |
+| heads pooled across groups | group g averages heads g, g + G, ... (head m in group m mod G) | mean pool |
+| heads summed | each group's heads summed, not averaged | mean pool |
+| first head kept | each group keeps its first head (the paper's other conversion) | mean pool |
+| values not pooled | W_V left with M heads | mean pool |
+| biases not pooled | in_proj_bias returned as it is | mean pool |
 
 Every bug is caught by a visible test of its own task first; its message starts with the function's name.
-When grading, the first test cell of tasks 2 and 3 defines the course's versions of the earlier functions
-(hidden), so a bug in task 1 or 2 costs that task's points only. The correct variants: split_heads with chunk,
+When grading, the first test cell of tasks 2, 3 and 4 defines the course's versions of the earlier functions
+(hidden), so a bug in tasks 1-3 costs that task's points only. The correct variants: split_heads with chunk,
 view and unflatten; share_kv_heads with expand, a list of heads and an index; grouped_attention in the grouped
 layout without copies (finite fill, then multiplied by the mask), head by head with chapter 4's masked_softmax,
 and softmax-zero-renormalise with a guarded denominator; the layer with sliced F.linear, head by head, and with
-the key/value weights copied to M heads.
+the key/value weights copied to M heads; mean_pool_kv_heads group by group, with a pooling matrix, and with
+unflatten.
 """
 
 from buggy_answers import Bug, Variant, answer_tests, graded_fixture, grader_agreement_test
@@ -37,6 +43,7 @@ SHARE = {"test_share_kv_heads"}
 BY_HAND = {"test_grouped_attention_by_hand"}
 MASKS = {"test_grouped_attention_masks"}
 LAYER = {"test_layer_matches_torch", "test_layer_gradients"}
+POOL = {"test_mean_pool_kv_heads"}
 SOFTMAX = "scores.softmax(dim=-1)  # over the keys"
 ZEROED = "weights = torch.where(allowed, torch.softmax(scores, dim=-1), 0.0)"
 
@@ -100,6 +107,13 @@ BUGS = {
     "query_bias_dropped": Bug(
         "grouped_query_attention", [("torch.nn.functional.linear(query, w_q, b_q)", "torch.nn.functional.linear(query, w_q)")], LAYER
     ),
+    "heads_pooled_across_groups": Bug(
+        "mean_pool_kv_heads", [("block.reshape(G, M // G, d, *block.shape[1:]).mean(dim=1)", "block.reshape(M // G, G, d, *block.shape[1:]).mean(dim=0)")], POOL
+    ),
+    "heads_summed": Bug("mean_pool_kv_heads", [(".mean(dim=1).flatten(0, 1)", ".sum(dim=1).flatten(0, 1)")], POOL),
+    "first_head_kept": Bug("mean_pool_kv_heads", [(".mean(dim=1).flatten(0, 1)", "[:, 0].flatten(0, 1)")], POOL),
+    "values_not_pooled": Bug("mean_pool_kv_heads", [("pooled(w_k), pooled(w_v)]", "pooled(w_k), w_v]")], POOL),
+    "biases_not_pooled": Bug("mean_pool_kv_heads", [("torch.cat([b_q, pooled(b_k), pooled(b_v)])", "in_proj_bias")], POOL),
 }
 
 VARIANTS = {
@@ -270,6 +284,44 @@ def grouped_query_attention(query, key, value, in_proj_weight, in_proj_bias, out
     context, weights = grouped_attention(q, k, v, mask)
     out = context.permute(0, 2, 1, 3).reshape(B, T, E) @ out_proj_weight.T + out_proj_bias
     return out, weights
+''',
+    ),
+    "pool_group_by_group": Variant(
+        "mean_pool_kv_heads",
+        '''def mean_pool_kv_heads(in_proj_weight, in_proj_bias, num_heads, num_kv_heads):
+    E = in_proj_weight.shape[1]
+    d, size = E // num_heads, num_heads // num_kv_heads
+    weights, biases = [in_proj_weight[:E]], [in_proj_bias[:E]]
+    for start in (E, 2 * E):
+        for g in range(num_kv_heads):
+            rows = slice(start + g * size * d, start + (g + 1) * size * d)
+            weights.append(in_proj_weight[rows].reshape(size, d, E).mean(0))
+            biases.append(in_proj_bias[rows].reshape(size, d).mean(0))
+    return torch.cat(weights), torch.cat(biases)
+''',
+    ),
+    "pool_with_a_matrix": Variant(
+        "mean_pool_kv_heads",
+        '''def mean_pool_kv_heads(in_proj_weight, in_proj_bias, num_heads, num_kv_heads):
+    E = in_proj_weight.shape[1]
+    M, G = num_heads, num_kv_heads
+    d = E // M
+    like = dict(dtype=in_proj_weight.dtype, device=in_proj_weight.device)
+    group_mean = torch.kron(torch.eye(G, **like), torch.full((1, M // G), G / M, **like))  # (G, M)
+    P = torch.kron(group_mean, torch.eye(d, **like))  # (G*d, M*d): averages the heads of each group
+    w_q, w_k, w_v = in_proj_weight.split(E)
+    b_q, b_k, b_v = in_proj_bias.split(E)
+    return torch.cat([w_q, P @ w_k, P @ w_v]), torch.cat([b_q, P @ b_k, P @ b_v])
+''',
+    ),
+    "pool_with_unflatten": Variant(
+        "mean_pool_kv_heads",
+        '''def mean_pool_kv_heads(in_proj_weight, in_proj_bias, num_heads, num_kv_heads):
+    E = in_proj_weight.shape[-1]
+    shape = (2, num_kv_heads, num_heads // num_kv_heads, E // num_heads)
+    kv_w = in_proj_weight[E:].unflatten(0, shape).mean(2).flatten(0, 2)
+    kv_b = in_proj_bias[E:].unflatten(0, shape).mean(2).flatten()
+    return torch.cat([in_proj_weight[:E], kv_w]), torch.cat([in_proj_bias[:E], kv_b])
 ''',
     ),
 }
