@@ -4,8 +4,11 @@ the book's chapters, nor in seqlab's source, nor in the release, whatever its na
 Code is compared as tokens, normalised: comments, whitespace and line breaks dropped, every name replaced by
 one placeholder (so renaming variables hides nothing), attribute names and keywords kept (``.scatter_add``,
 ``torch.where``'s ``where``: what the code does), strings replaced by one placeholder. A solution region is
-found in a text when a run of ``WINDOW`` consecutive tokens of it occurs there, or, for a region shorter than
-that (but at least ``SHORTEST`` tokens), when the whole region does. tests/test_course_integrity.py checks line
+found in a text when the runs of ``WINDOW`` consecutive tokens of it that occur there cover at least
+``COVERED`` of its tokens, or, for a region shorter than a window (but at least ``SHORTEST`` tokens), when the
+whole region does. A shorter overlap is what a variant shares with what it varies, which the exercises allow
+(chapter 3's greedy loop around exercise 4's location-aware step, seqlab's decoder calls inside it): the
+answer's own part is the rest, and it is nowhere else. tests/test_course_integrity.py checks line
 by line that the release shows no solution line; this check is the one a copy with other names cannot pass.
 """
 
@@ -20,6 +23,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 WINDOW = 24  # tokens: about two statements
+COVERED = 0.5  # of a region's tokens: more than half of an answer written elsewhere is the answer given
 SHORTEST = 10  # a region shorter than this ("return x") says nothing about a solution
 NAME, STRING = "N", "S"
 SKIPPED = {
@@ -112,21 +116,30 @@ def windows(tokens: list, size: int) -> set:
     return {tuple(tokens[i : i + size]) for i in range(len(tokens) - size + 1)}
 
 
+def coverage(region: list, found: set) -> float:
+    """The fraction of ``region``'s tokens inside one of its windows that ``found`` holds."""
+    covered = [False] * len(region)
+    for i in range(len(region) - WINDOW + 1):
+        if tuple(region[i : i + WINDOW]) in found:
+            covered[i : i + WINDOW] = [True] * WINDOW
+    return sum(covered) / max(len(region), 1)
+
+
 def occurrences(regions: dict, places: dict) -> list:
-    """``(region, place)`` for every region found in a place."""
+    """``(region, place, coverage)`` for every region found in a place."""
     found = []
     for place, codes in places.items():
         texts = [normalised(code) for code in codes]
         long_windows = set().union(*(windows(tokens, WINDOW) for tokens in texts))
         for name, region in regions.items():
             if len(region) >= WINDOW:
-                hit = bool(windows(region, WINDOW) & long_windows)
+                share = coverage(region, long_windows)
             elif len(region) >= SHORTEST:
-                hit = any(tuple(region) in windows(tokens, len(region)) for tokens in texts)
+                share = float(any(tuple(region) in windows(tokens, len(region)) for tokens in texts))
             else:
-                hit = False
-            if hit:
-                found.append((name, place))
+                share = 0.0
+            if share >= COVERED:
+                found.append((name, place, round(share, 2)))
     return found
 
 
@@ -138,7 +151,8 @@ def test_every_exercise_has_answers_to_look_for():
 
 def test_no_answer_appears_in_the_book_seqlab_or_the_release():
     found = occurrences(answers(), public_code())
-    assert not found, "answers already in the students' hands:\n" + "\n".join(f"  {a} in {p}" for a, p in found)
+    listed = "\n".join(f"  {a} in {p} ({share:.0%} of it)" for a, p, share in found)
+    assert not found, "answers already in the students' hands:\n" + listed
 
 
 @pytest.mark.parametrize("disguise", ["renamed", "reformatted", "inside a longer function"])
@@ -164,4 +178,4 @@ def test_a_disguised_copy_is_found(disguise):
     else:
         code = "def helper(*args):\n    unrelated = 1\n" + "\n".join("    " + line for line in code.splitlines())
     found = occurrences({name: regions[name]}, {"seqlab/copied.py": [code]})
-    assert found == [(name, "seqlab/copied.py")]
+    assert [(a, p) for a, p, _ in found] == [(name, "seqlab/copied.py")]
