@@ -9,14 +9,17 @@
 | location outside the tanh | ``W_loc loc_i`` added after the tanh | scores by hand, extra key features |
 | W_loc not transposed | ``loc @ W_loc`` | scores by hand, extra key features |
 | bias dropped | ``W_q q`` without ``b`` | scores by hand |
+| scores without location | AdditiveScorer's scores, the features ignored | scores by hand, extra key features |
+| step delegated to the decoder | returns ``AttentionDecoder.step`` (no location) | step without and with location |
 | query from the bottom layer | ``state[0]`` instead of the top layer's ``state[-1]`` | step without location |
 | mask not passed | the masked softmax gets ``None`` | step without location |
-| -inf without a guard | padding filled with -inf and a plain softmax: NaN on a row with nothing real | step without location |
+| -inf without a guard | -inf at padding, a plain softmax: NaN on a row with nothing real | step without location |
 | query from the new state | attends again with s_t for the prediction (Luong's order) | step without location |
 | weights not squeezed | returns the weights (B, 1, S) | step without location |
-| weights not carried | every step reads alpha_0 = 0 | greedy with location |
+| weights not carried | every step reads alpha_0 = 0 | greedy without and with location |
 | state not carried | every step reads s_0 | greedy without and with location |
 | alpha_0 uniform | decoding starts from uniform weights over the real positions | greedy with location |
+| greedy delegated to the model | returns ``model.greedy_decode`` (no location) | greedy without and with location |
 | all rows stopped at the first eos | ``ended.any()`` instead of ``ended.all()`` | greedy without and with location |
 | ended rows not padded | a row goes on writing tokens after its eos | greedy without and with location |
 | decoding starts from padding | ``PAD_ID`` instead of ``BOS_ID`` as y_0 | greedy without and with location |
@@ -41,14 +44,19 @@ PREDICT = "    log_probs = layers.predict("
 CALL = "log_probs, state, weights = location_aware_step("
 ALPHA_0 = "weights = torch.zeros(mask.shape, dtype=memory.dtype, device=memory.device)"
 BUGS = {
-    "kernel_flipped": Bug(FEATURES, [(PRODUCT, "return windows @ filters.flip(1).T")], {"test_location_features_by_hand"}),
-    "features_not_centred": Bug(FEATURES, [(PAD, "torch.nn.functional.pad(prev_weights, (2 * reach, 0))")], FEATURE_TESTS),
+    "kernel_flipped": Bug(
+        FEATURES, [(PRODUCT, "return windows @ filters.flip(1).T")], {"test_location_features_by_hand"}
+    ),
+    "features_not_centred": Bug(
+        FEATURES, [(PAD, "torch.nn.functional.pad(prev_weights, (2 * reach, 0))")], FEATURE_TESTS
+    ),
     "features_wrap_around": Bug(
         FEATURES,
         [
             (
                 PAD,
-                "torch.cat([prev_weights[:, prev_weights.shape[1] - reach :], prev_weights, prev_weights[:, :reach]], dim=1)",
+                "torch.cat([prev_weights[:, prev_weights.shape[1] - reach :], prev_weights, prev_weights[:, :reach]],"
+                " dim=1)",
             )
         ],
         FEATURE_TESTS,
@@ -63,12 +71,34 @@ BUGS = {
         {"test_scores_by_hand", "test_scores_as_extra_key_features"},
     ),
     "W_loc_not_transposed": Bug(
-        SCORES, [(HIDDEN, HIDDEN.replace("loc @ W_loc.T", "loc @ W_loc"))], {"test_scores_by_hand", "test_scores_as_extra_key_features"}
+        SCORES,
+        [(HIDDEN, HIDDEN.replace("loc @ W_loc.T", "loc @ W_loc"))],
+        {"test_scores_by_hand", "test_scores_as_extra_key_features"},
     ),
     "bias_dropped": Bug(
-        SCORES, [(HIDDEN, HIDDEN.replace("scorer.query_proj(query)", "(query @ scorer.query_proj.weight.T)"))], {"test_scores_by_hand"}
+        SCORES,
+        [(HIDDEN, HIDDEN.replace("scorer.query_proj(query)", "(query @ scorer.query_proj.weight.T)"))],
+        {"test_scores_by_hand"},
     ),
-    "query_from_the_bottom_layer": Bug(STEP, [("W_loc, state[-1], memory", "W_loc, state[0], memory")], {"test_step_without_location"}),
+    "scores_without_location": Bug(
+        SCORES,
+        [(HIDDEN, "return scorer(query.unsqueeze(1), keys)[:, 0]\n    " + HIDDEN)],
+        {"test_scores_by_hand", "test_scores_as_extra_key_features"},
+    ),
+    "step_delegated_to_the_decoder": Bug(
+        STEP,
+        [
+            (
+                "layers = decoder.context_decoder\n",
+                "return decoder.step(prev_tokens, state, memory, mask,"
+                " decoder.attention.scorer.prepare_keys(memory))\n",
+            )
+        ],
+        {"test_step_without_location", "test_step_with_location"},
+    ),
+    "query_from_the_bottom_layer": Bug(
+        STEP, [("W_loc, state[-1], memory", "W_loc, state[0], memory")], {"test_step_without_location"}
+    ),
     "mask_not_passed": Bug(STEP, [(SOFTMAX, SOFTMAX.replace(", mask)", ", None)"))], {"test_step_without_location"}),
     "minus_inf_without_a_guard": Bug(
         STEP,
@@ -90,12 +120,22 @@ BUGS = {
     "weights_not_squeezed": Bug(
         STEP, [("new_state, weights.squeeze(1)", "new_state, weights")], {"test_step_without_location"}
     ),
-    "weights_not_carried": Bug(GREEDY, [(CALL, "log_probs, state, _ = location_aware_step(")], {"test_greedy_with_location"}),
+    "weights_not_carried": Bug(GREEDY, [(CALL, "log_probs, state, _ = location_aware_step(")], GREEDY_TESTS),
     "state_not_carried": Bug(GREEDY, [(CALL, "log_probs, _, weights = location_aware_step(")], GREEDY_TESTS),
     "alpha_0_uniform": Bug(
         GREEDY,
         [(ALPHA_0, "weights = mask.to(memory.dtype) / mask.sum(dim=1, keepdim=True).clamp(min=1)")],
         {"test_greedy_with_location"},
+    ),
+    "greedy_delegated_to_the_model": Bug(
+        GREEDY,
+        [
+            (
+                "    memory, mask, state = model.encode(",
+                "    return model.greedy_decode(src, src_lengths, max_len)\n    memory, mask, state = model.encode(",
+            )
+        ],
+        GREEDY_TESTS,
     ),
     "all_rows_stopped_at_the_first_eos": Bug(GREEDY, [("if ended.all():", "if ended.any():")], GREEDY_TESTS),
     "ended_rows_not_padded": Bug(
@@ -135,7 +175,8 @@ VARIANTS = {
         """def location_features(prev_weights, filters):
     B, S = prev_weights.shape
     R = (filters.shape[1] - 1) // 2
-    positions = torch.arange(S, device=prev_weights.device)[:, None] + torch.arange(-R, R + 1, device=prev_weights.device)
+    offsets = torch.arange(-R, R + 1, device=prev_weights.device)
+    positions = torch.arange(S, device=prev_weights.device)[:, None] + offsets  # (S, 2R + 1)
     inside = (positions >= 0) & (positions < S)  # (S, 2R + 1)
     windows = prev_weights[:, positions.clamp(0, S - 1)] * inside  # (B, S, 2R + 1)
     return torch.einsum("bsk,ck->bsc", windows, filters)
@@ -182,7 +223,8 @@ VARIANTS = {
         STEP,
         """def location_aware_step(decoder, filters, W_loc, prev_tokens, state, prev_weights, memory, mask):
     layers = decoder.context_decoder
-    scores = location_aware_scores(decoder.attention.scorer, W_loc, state[-1], memory, location_features(prev_weights, filters))
+    loc = location_features(prev_weights, filters)
+    scores = location_aware_scores(decoder.attention.scorer, W_loc, state[-1], memory, loc)
     real = mask.any(dim=1, keepdim=True)  # (B, 1): a row with something real
     filled = scores.masked_fill(~mask, float("-inf")).masked_fill(~real, 0.0)  # an empty row softmaxes zeros
     weights = torch.where(mask, torch.softmax(filled, dim=-1), torch.zeros_like(scores))
@@ -219,7 +261,9 @@ VARIANTS = {
     rows = [[] for _ in range(B)]
     for _ in range(max_len):
         prev = torch.tensor(tokens, dtype=torch.long, device=src.device)
-        log_probs, state, weights = location_aware_step(model.decoder, filters, W_loc, prev, state, weights, memory, mask)
+        log_probs, state, weights = location_aware_step(
+            model.decoder, filters, W_loc, prev, state, weights, memory, mask
+        )
         best = log_probs.argmax(dim=-1).tolist()
         for b in range(B):
             rows[b].append(PAD_ID if finished[b] else best[b])
@@ -239,7 +283,9 @@ VARIANTS = {
     weights = torch.zeros_like(mask, dtype=memory.dtype)
     out = []
     for _ in range(max_len):
-        log_probs, state, weights = location_aware_step(model.decoder, filters, W_loc, prev, state, weights, memory, mask)
+        log_probs, state, weights = location_aware_step(
+            model.decoder, filters, W_loc, prev, state, weights, memory, mask
+        )
         prev = log_probs.argmax(dim=-1)
         out.append(prev)
     tokens = torch.stack(out, dim=1)  # (B, max_len): every step, then cut
