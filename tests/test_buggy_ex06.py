@@ -24,6 +24,7 @@
 | mean over all positions | divided by B * T instead of the N real steps | loss by hand |
 | mean per sequence | each example's mean, then the batch's | loss by hand |
 | no real step gives NaN | 0 / 0 without the clamp of N | loss guard |
+| a float32 accumulator | the sum of the terms cast to float32, whatever the inputs' dtype | loss guard |
 | coverage counts the current step | cov_t includes alpha_t | coverage (both) |
 | coverage over the positions | the running sum taken along S, not T | coverage (both) |
 | source padding counted | src_mask ignored | coverage (both) |
@@ -141,6 +142,9 @@ BUGS = {
     ),
     "loss_of_no_real_step_is_nan": Bug(
         "sentinel_loss", [(AVERAGE, "return per_step.sum() / tgt_mask.sum()")], {LOSS_GUARD}
+    ),
+    "a_float32_accumulator": Bug(
+        "sentinel_loss", [(AVERAGE, "return per_step.sum().float() / tgt_mask.sum().clamp(min=1)")], {LOSS_GUARD}
     ),
     "coverage_counts_the_current_step": Bug(
         "sequence_coverage_loss", [("coverage = before.cumsum(dim=1)", "coverage = attn.cumsum(dim=1)")], COVERAGE
