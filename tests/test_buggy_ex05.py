@@ -28,6 +28,7 @@ earlier task's function, so no test cell needs an earlier task's reference.
 | key strength: exp for softplus | ``exp(w . q + b)`` | key strength |
 | key strength: kappa from the unit query | ``w . q / max(|q|, eps) + b`` | key strength |
 | key strength: bias outside the softplus | ``softplus(w . q) + b`` | key strength |
+| key strength: kappa detached | ``softplus(...).detach()``: no gradient reaches w_kappa, b_kappa | key strength |
 | key strength: kappa forgotten | plain cosine scores | key strength |
 
 The issue's case "cosine with ``norm + eps``" is decided in task 3's text: the formula says ``max(norm, eps)``,
@@ -156,6 +157,11 @@ BUGS = {
     "key_strength_bias_outside_the_softplus": Bug(
         "key_strength_scores",
         [(STRENGTH, "strength = torch.nn.functional.softplus(queries @ w_kappa) + b_kappa")],
+        KEY_STRENGTH,
+    ),
+    "key_strength_kappa_detached": Bug(
+        "key_strength_scores",
+        [(STRENGTH, "strength = torch.nn.functional.softplus(queries @ w_kappa + b_kappa).detach()")],
         KEY_STRENGTH,
     ),
     "key_strength_kappa_forgotten": Bug(
