@@ -38,8 +38,8 @@ Every bug is caught by a visible test of its own task first, its message naming 
 task 1 through seqlab.pointer.final_distribution with p_gen = sigmoid(e_sent - logsumexp), as a loop over rows
 with index_add, and with a hand-written stable softmax and a one-hot product; task 2 flattened to B * T rows with
 the pointer term from its own softmax, as a loop over the real steps, and with boolean selection; task 3 as a loop
-over steps calling seqlab.pointer.coverage_loss, with a triangular matrix of earlier steps, and with cumsum minus
-the step and masked_fill.
+over steps calling seqlab.pointer.coverage_loss, with a triangular matrix of earlier steps, with cumsum minus
+the step and masked_fill, and with seqlab.pointer.mean_overlap once the coverage is built (allowed reuse).
 """
 
 from buggy_answers import Bug, Variant, answer_tests, graded_fixture, grader_agreement_test
@@ -317,6 +317,19 @@ VARIANTS = {
     overlap = torch.minimum(attn, coverage).masked_fill(~src_mask.unsqueeze(1), 0.0)
     overlap = overlap.masked_fill(~tgt_mask.unsqueeze(2), 0.0)
     return overlap.sum() / tgt_mask.sum().clamp(min=1)
+""",
+    ),
+    # seqlab.pointer.mean_overlap does the masked mean once the coverage is built: reuse that the text allows
+    # (the coverage of the earlier steps is the task's idea); it scores full marks, as it should.
+    "coverage_with_seqlabs_mean_overlap": Variant(
+        "sequence_coverage_loss",
+        """def sequence_coverage_loss(attn, src_mask, tgt_mask):
+    from types import SimpleNamespace
+
+    from seqlab.pointer import mean_overlap
+
+    earlier = attn.cumsum(dim=1) - attn
+    return mean_overlap({"attn": attn, "coverage": earlier}, SimpleNamespace(src_mask=src_mask, tgt_mask=tgt_mask))
 """,
     ),
 }
