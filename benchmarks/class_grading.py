@@ -9,10 +9,11 @@ hostile answers that the tests already generate, each with its expected score:
   answers returning an object equal to anything; a syntax error, a crash (``os._exit``), deleted or
   edited test cells in the last answer; and every kind of tests/grading_harness.py (``KINDS``: reading
   the solutions, vandalising the course, a 50 MB line, damaged metadata, a function that ends the
-  kernel, an input transformer, no-op checks, the references' guard replaced); the infinite loop and the
+  kernel, an input transformer, no-op checks); the infinite loop and the
   loop that swallows its interrupt are left out (they measure ``c.Execute.timeout``, not grading);
-* from tests/test_buggy_ex07.py and test_buggy_ex08.py (``BUGS``): realistic bugs in exercises 7 and 8, which must score
-  below full marks with the tests named there failing (other tests may fail too: no exact score).
+* from tests/test_buggy_ex07.py and test_buggy_ex08.py (the first ``BUGS_PER_EXERCISE`` of each ``BUGS``):
+  realistic bugs in exercises 7 and 8, which must score below full marks with the tests named there failing
+  (other tests may fail too: no exact score).
 
 Each run grades a fresh copy of the class (its own folder and PostgreSQL database, the release made by
 ``nbgrader generate_assignment``, not timed) with ``seqlab grade-class --jobs N``; its wall time is from
@@ -47,6 +48,7 @@ import test_buggy_ex08  # noqa: E402
 from buggy_answers import with_bug  # noqa: E402
 from grading_harness import (  # noqa: E402
     BIN,
+    FIRST_EXERCISE_ONLY,
     KINDS,
     ON_THE_COURSE,
     SANDBOX_MISSING,
@@ -58,9 +60,13 @@ from postgres_server import postgres_server, query  # noqa: E402
 from postgres_server import unavailable as postgres_unavailable  # noqa: E402
 from test_class_cycle import EXERCISES, Exercise  # noqa: E402
 
-# The realistic bugs of exercises 7 and 8: {name: (exercise, Bug)}.
-BUGS = {name: ("ex07_attention_pooling", bug) for name, bug in test_buggy_ex07.BUGS.items()}
-BUGS |= {name: ("ex08_multihead_attention", bug) for name, bug in test_buggy_ex08.BUGS.items()}
+# Realistic bugs of exercises 7 and 8, the first few of each file: {name: (exercise, Bug)}.
+BUGS_PER_EXERCISE = 4
+BUGS = {
+    name: (exercise, bug)
+    for exercise, module in [("ex07_attention_pooling", test_buggy_ex07), ("ex08_multihead_attention", test_buggy_ex08)]
+    for name, bug in list(module.BUGS.items())[:BUGS_PER_EXERCISE]
+}
 ENV = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
 # (what, kind): correct, partly wrong, hostile; "the late tests" are those below the last answer cell
 CORRECT, PARTLY, HOSTILE = "correct", "wrong or partly wrong", "hostile or damaged"
@@ -91,7 +97,7 @@ def the_class(quick: bool = False) -> list:
     # the loop that swallows its interrupt is left out, as the infinite loop is: it runs c.Execute.timeout
     kinds = [k for k in KINDS if k != "swallows" and not (SANDBOX_MISSING and k in ON_THE_COURSE)]
     for i, kind in enumerate(kinds):
-        exercise = EXERCISES[0] if kind in ("no_checks", "guard_replaced") else EXERCISES[1 + i % (len(EXERCISES) - 1)]
+        exercise = EXERCISES[0] if kind in FIRST_EXERCISE_ONLY else EXERCISES[1 + i % (len(EXERCISES) - 1)]
         hands_in.append((kind, exercise, kind, HOSTILE))
     return hands_in
 

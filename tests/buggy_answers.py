@@ -140,6 +140,14 @@ def edited(source: str, bug: Bug, student: str) -> str:
     return source
 
 
+def with_bug(release, solution, bug: Bug):
+    """The release, solved from the solution, with ``bug``'s edits in its answer cell (a notebook to hand in)."""
+    nb = solved(release, solution)
+    answer = cell(nb, bug.answer)
+    answer.source = edited(answer.source, bug, bug.answer)
+    return nb
+
+
 def students(cells: list, bugs: dict, variants: dict) -> dict:
     """``{student: {answer grade id: source}}``, the control first."""
     answer = {c["grade_id"]: c["graded"] for c in cells if c["kind"] == "answer"}

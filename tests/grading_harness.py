@@ -232,45 +232,27 @@ NO_CHECKS = (
 )
 # Exercise 1's answers made of noise of the right shapes, with gradients (no check of values passes them).
 NOISE = {
-    "lstm_cell_step": (
-        "def lstm_cell_step(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh):\n"
-        "    through = (x @ weight_ih.T).sum() + (h @ weight_hh.T).sum() + bias_ih.sum() + bias_hh.sum() + c.sum()\n"
-        "    through = 0 * through\n"
+    "peephole_lstm_step": (
+        "def peephole_lstm_step(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh, peephole):\n"
+        "    through = (x @ weight_ih.T).sum() + (h @ weight_hh.T).sum() + bias_ih.sum() + bias_hh.sum()\n"
+        "    through = 0 * (through + c.sum() + peephole.sum())\n"
         "    return torch.randn_like(h) + through, torch.randn_like(c) + through\n"
     ),
-    "lstm_over_sequence": (
-        "def lstm_over_sequence(x, weight_ih, weight_hh, bias_ih, bias_hh, state=None):\n"
+    "peephole_lstm_over_sequence": (
+        "def peephole_lstm_over_sequence(x, lengths, weight_ih, weight_hh, bias_ih, bias_hh, peephole, state=None):\n"
         "    B, S, H = x.shape[0], x.shape[1], weight_hh.shape[1]\n"
-        "    through = 0 * (x.sum() + weight_ih.sum() + weight_hh.sum() + bias_ih.sum() + bias_hh.sum())\n"
+        "    weights = weight_ih.sum() + weight_hh.sum() + bias_ih.sum() + bias_hh.sum() + peephole.sum()\n"
+        "    through = 0 * (x.sum() + lengths.sum() + weights)\n"
         "    if state is not None:\n"
         "        through = through + 0 * (state[0].sum() + state[1].sum())\n"
         "    shapes = [(B, S, H), (B, H), (B, H)]\n"
         "    noise = [torch.randn(*shape, dtype=x.dtype, device=x.device) + through for shape in shapes]\n"
         "    return noise[0], (noise[1], noise[2])\n"
     ),
-    "gru_cell_step": (
-        "def gru_cell_step(x, h, weight_ih, weight_hh, bias_ih, bias_hh):\n"
+    "cho_gru_step": (
+        "def cho_gru_step(x, h, weight_ih, weight_hh, bias_ih, bias_hh):\n"
         "    through = (x @ weight_ih.T).sum() + (h @ weight_hh.T).sum() + bias_ih.sum() + bias_hh.sum()\n"
         "    return torch.randn_like(h) + 0 * through\n"
-    ),
-}
-# Exercise 1's steps handed to torch's own LSTM and GRU cells (lstm_over_sequence, as solved, calls the
-# LSTM step), the guard that switches them off made a no-op.
-GUARD_REPLACED = {
-    "lstm_cell_step": (
-        "import contextlib\n"
-        "import seqlab.grading\n"
-        "import seqlab.grading.references\n\n"
-        "@contextlib.contextmanager\n"
-        "def let_everything_through(*targets, optional=()):\n"
-        "    yield\n\n"
-        "seqlab.grading.disabled = seqlab.grading.references.disabled = let_everything_through\n\n"
-        "def lstm_cell_step(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh):\n"
-        "    return torch._VF.lstm_cell(x, (h, c), weight_ih, weight_hh, bias_ih, bias_hh)  # torch's own\n"
-    ),
-    "gru_cell_step": (
-        "def gru_cell_step(x, h, weight_ih, weight_hh, bias_ih, bias_hh):\n"
-        "    return torch._VF.gru_cell(x, h, weight_ih, weight_hh, bias_ih, bias_hh)  # torch's own\n"
     ),
 }
 
@@ -309,14 +291,10 @@ KINDS = {
     "exits_in_call": ("the solution, its last answer's function ending the kernel (os._exit) when called", "early"),
     "transformer": ("the release, its first answer making every test cell `pass` (an input transformer)", "nothing"),
     "no_checks": ("exercise 1: noise for answers, assert_close and check_tensor made no-ops", "nothing"),
-    "guard_replaced": (
-        "exercise 1: torch's LSTM and GRU cells for the steps, the guard that switches them off a no-op",
-        "nothing",
-    ),
 }
-FIRST_EXERCISE_ONLY = {"no_checks", "guard_replaced"}  # written for exercise 1's answers
+FIRST_EXERCISE_ONLY = {"no_checks"}  # written for exercise 1's answers
 ON_THE_COURSE = {"reads_solution", "vandal"}  # attacks never run without the sandbox
-ON_THE_VERDICT = {"transformer", "no_checks", "guard_replaced"}
+ON_THE_VERDICT = {"transformer", "no_checks"}
 
 
 def attack(kind: str, ex: str, release, solution):
@@ -365,10 +343,6 @@ def attack(kind: str, ex: str, release, solution):
         for grade_id in answers:
             cell(nb, grade_id).source = NOISE[grade_id]
         first.source = NO_CHECKS + first.source
-    elif kind == "guard_replaced":
-        assert answers[0] == "lstm_cell_step", f"{ex}: the attack is written for exercise 1's answers"
-        for grade_id, source in GUARD_REPLACED.items():
-            cell(nb, grade_id).source = source
     else:
         raise ValueError(kind)
     return nb

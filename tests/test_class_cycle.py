@@ -54,8 +54,6 @@ grade command's tests), each with one exercise, in turn after the ones above:
 |                | input transformer that makes every test cell `pass`                      |            |
 | no_checks      | the first exercise: noise of the right shapes for answers, and           | none       |
 |                | ``assert_close`` and ``check_tensor`` made no-ops                        |            |
-| delegated      | the first exercise: every answer handed to torch's own LSTM and GRU,     | none       |
-|                | which the tasks' special cases are (nothing of torch is switched off)     |            |
 
 Stock nbgrader drops the four damaged notebooks and the swallowed interrupt (no grade, and autograde
 exits with an error); nbgrader_config.py's preprocessors repair them (seqlab.grading.repair) and replace
@@ -63,7 +61,8 @@ the kernel. Stock nbgrader gives the first two attacks and the last three full m
 scores no more than the untouched release: the kernels run in bubblewrap (seqlab.grading.sandbox), so
 the course files, the gradebook and the other submissions are byte-identical after grading, and no
 process a submission started is alive; the test cells run in a verdict kernel that never runs the
-student's code (seqlab.grading.verdict); and each task asks for a variant that torch does not contain.
+student's code (seqlab.grading.verdict). (Handing an answer to torch's or seqlab's own version is not an attack
+here: each task asks for a variant they do not contain, and tests/test_buggy_*.py grade such answers.)
 Where bubblewrap cannot run, the class is graded without it, the two attacks on
 the course are left out and the sandbox's tests are skipped.
 
@@ -534,7 +533,7 @@ def test_the_class_has_exercises():
     assert {"ex01_lstm_cell", "ex02_bidirectional_encoder", "ex03_seq2seq"} <= set(EXERCISES), EXERCISES
     first = nbformat.read(ROOT / "solutions" / "ex01_lstm_cell" / "ex01_lstm_cell.ipynb", as_version=4)
     # the attacks on the verdict are written for exercise 1's answers (grading_harness.NOISE)
-    assert answer_ids(first)[0] == "lstm_cell_step" and graded_points(first), answer_ids(first)
+    assert answer_ids(first)[0] == "peephole_lstm_step" and graded_points(first), answer_ids(first)
     assert all(points > 0 for points in graded_points(first).values()), graded_points(first)
 
 
