@@ -1,16 +1,14 @@
-"""seqlab.grading's helpers for the exercises' test cells: clear tensor checks, the two halves of a
-bidirectional layer, and tensors that cross from the student's kernel to the verdict kernel unchanged."""
+"""seqlab.grading's helpers for the exercises' test cells: clear tensor checks, and tensors that cross from the
+student's kernel to the verdict kernel unchanged."""
 
 import subprocess
 import sys
 
 import pytest
 import torch
-from torch import nn
-from torch.testing import assert_close
 
 from seqlab import grading
-from seqlab.grading import check_tensor, split_directions
+from seqlab.grading import check_tensor
 
 B, I, H = 2, 3, 4
 
@@ -44,42 +42,6 @@ def test_check_tensor_accepts():
 
 def test_public_names():
     assert set(grading.__all__) <= set(dir(grading))
-
-
-def reversed_within_lengths(x, lengths):
-    """Row b: the first lengths[b] steps in reverse order, then the padding where it was (a plain loop)."""
-    out = x.clone()
-    for b, n in enumerate(lengths.tolist()):
-        out[b, :n] = x[b, :n].flip(0)
-    return out
-
-
-@pytest.mark.parametrize(
-    "layer", [nn.GRU, nn.LSTM, lambda *a, **k: nn.RNN(*a, nonlinearity="relu", **k)], ids=["gru", "lstm", "rnn"]
-)
-def test_split_directions_gives_the_two_halves_of_a_packed_bidirectional_layer(layer):
-    torch.manual_seed(1)
-    B, S, E, H = 3, 5, 2, 4
-    rnn = layer(E, H, batch_first=True, bidirectional=True).double()
-    x, lengths = torch.randn(B, S, E, dtype=torch.float64), torch.tensor([5, 2, 3])
-    packed = nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
-    expected, _ = nn.utils.rnn.pad_packed_sequence(rnn(packed)[0], batch_first=True, total_length=S)
-
-    forward_rnn, backward_rnn = split_directions(rnn)
-    for half in (forward_rnn, backward_rnn):
-        assert type(half) is type(rnn) and not half.bidirectional and half.batch_first
-        assert half.weight_ih_l0.dtype == torch.float64
-        assert {p.data_ptr() for p in half.parameters()}.isdisjoint(p.data_ptr() for p in rnn.parameters())
-    mask = (torch.arange(S) < lengths.unsqueeze(1)).unsqueeze(2)
-    forward_out = forward_rnn(x)[0] * mask
-    backward_out = reversed_within_lengths(backward_rnn(reversed_within_lengths(x, lengths))[0], lengths) * mask
-    assert_close(torch.cat([forward_out, backward_out], dim=2), expected)
-
-
-def test_split_directions_rejects_what_it_cannot_split():
-    for rnn in [nn.GRU(2, 3), nn.GRU(2, 3, num_layers=2, bidirectional=True), nn.Linear(2, 3)]:
-        with pytest.raises(ValueError, match="one-layer bidirectional"):
-            split_directions(rnn)
 
 
 @pytest.mark.parametrize(

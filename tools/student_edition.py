@@ -67,7 +67,7 @@ TEMPLATED = {"README.md": "README.md", "Makefile": "Makefile", ".gitignore": "gi
 # nbgrader autograde runs for the instructor; what serves only the instructor's class is left out.
 STUDENT_GRADING = {
     "__init__.py": "check_tensor, which the exercises' test cells import",
-    "assertions.py": "check_tensor, split_directions: what the test cells assert with",
+    "assertions.py": "check_tensor: what the test cells assert with",
     "cli.py": "the seqlab command: seqlab grade PATH",
     "autograde.py": "grades one notebook in a temporary nbgrader course",
     "sandbox.py": "the bubblewrap sandbox the notebook's kernels run in",

@@ -8,6 +8,6 @@
   that grading survives a cell that kills the kernel.
 """
 
-from seqlab.grading.assertions import check_tensor, split_directions
+from seqlab.grading.assertions import check_tensor
 
-__all__ = ["check_tensor", "split_directions"]
+__all__ = ["check_tensor"]

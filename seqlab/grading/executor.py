@@ -149,7 +149,7 @@ def defined_names(source: str) -> list:
 
 
 def answer_names(exercise: dict) -> list:
-    """The names the test cells call that the exercise's answer cells define (``lstm_cell_step``, ...).
+    """The names the test cells call that the exercise's answer cells define (``peephole_lstm_step``, ...).
 
     They are the names the answer cells' code defines, where the gradebook kept it, and in any case
     the names the test cells use without defining them (nor the exercise's other cells, nor Python's

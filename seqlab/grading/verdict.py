@@ -9,7 +9,7 @@ both in the sandbox:
   cell it runs only the imports and definitions (the names a later answer may use);
 * the **verdict kernel** runs only the exercise's code: its locked cells (setup, data) and its test
   cells, both restored from the gradebook before grading, never a cell of the submission. There the
-  names the exercise's answer cells define (``lstm_cell_step``, ...) are :class:`Answer` proxies: calling
+  names the exercise's answer cells define (``peephole_lstm_step``, ...) are :class:`Answer` proxies: calling
   one sends its arguments to the student's kernel (:func:`serve`, started there for the length of the
   test cell), runs the student's function on them, and returns what it returned.
 
