@@ -8,14 +8,14 @@
 | rnn input reordered | the recurrent layer reads ``[ctx; embed(y_(t-1))]`` | pool one, maxout |
 | old state returned | the step returns s_(t-1), the state it was given | pool one |
 | probabilities, not logs | ``softmax`` where ``log_softmax`` belongs | pool one, maxout |
-| multiplied by the mask | ``token_log_p * is_real``: -inf at padding gives NaN (the issue's ex03 bug) | padding |
-| nothing real gives NaN | ``sentence_loss[has_real].mean()``: a batch of padding only is NaN (the issue's ex03 bug) | padding |
+| multiplied by the mask | ``token_log_p * is_real``: -inf at padding gives NaN | padding |
+| nothing real gives NaN | ``sentence_loss[has_real].mean()``: NaN on a batch of padding only | padding |
 | empty rows averaged in | the mean over all B rows, a row of padding only counting as a sentence of loss 0 | padding |
 | the token mean | chapter 3's loss, every real token 1/N (sequence_nll) | by hand, padding |
 | each sentence summed | each sentence's total, not its mean (Sutskever et al.'s objective) | by hand, padding |
 | divided by T | each sentence divided by the padded length T, not by its N_y | by hand, padding |
 | padding counted | the padded positions' log-probabilities enter the sums | by hand, padding |
-| state not carried | every step reads s_0 (the issue's ex03 bug; its first message now asks about the state) | translator, scores |
+| state not carried | every step reads s_0 (its first message now asks about the state) | translator, scores |
 | token not fed back | every step reads <bos>, not the token the row wrote | by hand, translator |
 | eos allowed at min_len | ``t < min_len``: <eos> ruled out one step too few | by hand, scores |
 | eos given log-prob 0 | <eos> "ruled out" with 0, the largest log-probability, so it is always written | by hand |
@@ -29,7 +29,8 @@
 | argmax over the batch | ``max(dim=0)``: the most likely row for each token | by hand, translator |
 
 Every bug is caught by a visible test of its own task first, and that test's message starts with the
-function's name. Task 3 is graded with the grader's own decoder_step (a hidden block of test 5 defines it), so a
+function's name. The issue's three ex03 bugs are here: multiplied by the mask, nothing real gives
+NaN, state not carried. Task 3 is graded with the grader's own decoder_step (a hidden block of test 5 defines it), so a
 task-1 bug costs only task 1's points. The correct variants: decoder_step with a loop over the tokens' pieces,
 with ``view`` and ``max(...).values`` over the recurrent layer called by hand, with strided slices and
 ``logsumexp``, and delegating to ``ContextDecoder.step`` at ``pool_size=1``; sentence_mean_nll as a loop over the
@@ -57,7 +58,9 @@ BUGS = {
     "pieces_strided": Bug(
         "decoder_step", [(MAXOUT_LINE, "pieces.unflatten(-1, (pool_size, -1)).amax(dim=-2)")], {MAXOUT}
     ),
-    "mean_of_the_pieces": Bug("decoder_step", [(MAXOUT_LINE, "pieces.unflatten(-1, (-1, pool_size)).mean(dim=-1)")], {MAXOUT}),
+    "mean_of_the_pieces": Bug(
+        "decoder_step", [(MAXOUT_LINE, "pieces.unflatten(-1, (-1, pool_size)).mean(dim=-1)")], {MAXOUT}
+    ),
     "output_features_reordered": Bug(
         "decoder_step", [(FEATURES, "torch.cat([context[:, None], outputs, embedded], dim=-1)")], {POOL_ONE, MAXOUT}
     ),
@@ -68,17 +71,25 @@ BUGS = {
     ),
     "old_state_returned": Bug("decoder_step", [(RECUR, RECUR.replace("outputs, state", "outputs, _"))], {POOL_ONE}),
     "probabilities_not_logs": Bug(
-        "decoder_step", [("return logits.log_softmax(dim=-1), state", "return logits.softmax(dim=-1), state")], {POOL_ONE, MAXOUT}
+        "decoder_step",
+        [("return logits.log_softmax(dim=-1), state", "return logits.softmax(dim=-1), state")],
+        {POOL_ONE, MAXOUT},
     ),
     "multiplied_by_the_mask": Bug("sentence_mean_nll", [(SELECT, "token_log_p * is_real")], {LOSS_PADDING}),
-    "nothing_real_gives_nan": Bug("sentence_mean_nll", [(MEAN, "return sentence_loss[has_real].mean()")], {LOSS_PADDING}),
+    "nothing_real_gives_nan": Bug(
+        "sentence_mean_nll", [(MEAN, "return sentence_loss[has_real].mean()")], {LOSS_PADDING}
+    ),
     "empty_rows_averaged_in": Bug(
         "sentence_mean_nll", [(MEAN, "return sentence_loss.sum() / len(targets)")], {LOSS_PADDING}
     ),
     "the_token_mean": Bug(
-        "sentence_mean_nll", [(MEAN, "return -token_log_p.sum() / lengths.sum().clamp(min=1)")], {LOSS_BY_HAND, LOSS_PADDING}
+        "sentence_mean_nll",
+        [(MEAN, "return -token_log_p.sum() / lengths.sum().clamp(min=1)")],
+        {LOSS_BY_HAND, LOSS_PADDING},
     ),
-    "each_sentence_summed": Bug("sentence_mean_nll", [(DIVIDE, "-token_log_p.sum(dim=-1)")], {LOSS_BY_HAND, LOSS_PADDING}),
+    "each_sentence_summed": Bug(
+        "sentence_mean_nll", [(DIVIDE, "-token_log_p.sum(dim=-1)")], {LOSS_BY_HAND, LOSS_PADDING}
+    ),
     "divided_by_T": Bug(
         "sentence_mean_nll", [(DIVIDE, "-token_log_p.sum(dim=-1) / targets.shape[1]")], {LOSS_BY_HAND, LOSS_PADDING}
     ),
@@ -94,7 +105,9 @@ BUGS = {
         {BY_HAND, TRANSLATOR},
     ),
     "eos_allowed_at_min_len": Bug("greedy_decode", [("if t <= min_len:", "if t < min_len:")], {BY_HAND, SCORES}),
-    "eos_given_log_prob_zero": Bug("greedy_decode", [('log_probs[:, EOS_ID] = float("-inf")', "log_probs[:, EOS_ID] = 0.0")], {BY_HAND}),
+    "eos_given_log_prob_zero": Bug(
+        "greedy_decode", [('log_probs[:, EOS_ID] = float("-inf")', "log_probs[:, EOS_ID] = 0.0")], {BY_HAND}
+    ),
     "scores_renormalised": Bug(
         "greedy_decode",
         [("best, token = log_probs.max(dim=-1)", "best, token = log_probs.log_softmax(dim=-1).max(dim=-1)")],
@@ -104,8 +117,12 @@ BUGS = {
     "scores_in_float32": Bug(
         "greedy_decode", [("total = context.new_zeros(rows)", "total = torch.zeros(rows, device=src.device)")], {SCORES}
     ),
-    "eos_not_padded": Bug("greedy_decode", [("token = torch.where(done, PAD_ID, token)", "token = token")], {BY_HAND, TRANSLATOR}),
-    "stops_at_the_first_eos": Bug("greedy_decode", [("if bool(done.all()):", "if bool(done.any()):")], {BY_HAND, TRANSLATOR}),
+    "eos_not_padded": Bug(
+        "greedy_decode", [("token = torch.where(done, PAD_ID, token)", "token = token")], {BY_HAND, TRANSLATOR}
+    ),
+    "stops_at_the_first_eos": Bug(
+        "greedy_decode", [("if bool(done.all()):", "if bool(done.any()):")], {BY_HAND, TRANSLATOR}
+    ),
     "one_step_short": Bug("greedy_decode", [("range(1, max_len + 1)", "range(1, max_len)")], {BY_HAND, TRANSLATOR}),
     "not_from_bos": Bug(
         "greedy_decode",
