@@ -10,11 +10,17 @@
    square brackets.
 3. Every page links to the same page in the book's other editions (English, 简体中文, 繁體中文: tools/book_editions.py):
    English is built into _build/html, each Chinese edition into _build/html/<language>.
+4. Figures glued into a translated paragraph ({glue:text} in a Chinese edition): Sphinx parses each translated
+   paragraph as a small document of its own, where myst-nb finds no glue data; the page's own is used.
 """
 
 import dataclasses
 
 import sphinxcontrib.bibtex.plugin
+from myst_nb.ext.glue import directives as glue_directives
+from myst_nb.ext.glue import roles as glue_roles
+from myst_nb.ext.glue.utils import RetrievalError, retrieve_glue_data
+from sphinx.transforms import SphinxTransform
 from sphinxcontrib.bibtex.style.referencing import BracketStyle
 from sphinxcontrib.bibtex.style.referencing.author_year import AuthorYearReferenceStyle
 
@@ -78,7 +84,36 @@ def edition_links(app, pagename, _templatename, context, doctree):
     context["body"] = nav + context["body"]
 
 
+PAGE_RENDERER = "seqlab_page_nb_renderer"  # env.temp_data key: the notebook renderer of the page being read
+
+
+class RememberThePagesGlueData(SphinxTransform):
+    """Before Sphinx translates the page's paragraphs (sphinx.transforms.i18n.Locale, priority 20), keep the
+    page's notebook renderer, which holds its glue data, where a translated paragraph's parse can find it."""
+
+    default_priority = 19
+
+    def apply(self, **_kwargs):
+        if "nb_renderer" in self.document and "<translated>" not in str(self.document.get("source", "")):
+            self.env.temp_data[PAGE_RENDERER] = self.document["nb_renderer"]
+
+
+def retrieve_glue_data_of_the_page(document, key):
+    """myst-nb's retrieve_glue_data, falling back to the page's glue data inside a translated paragraph."""
+    try:
+        return retrieve_glue_data(document, key)
+    except RetrievalError:
+        env = getattr(document.settings, "env", None)
+        renderer = env.temp_data.get(PAGE_RENDERER) if env is not None else None
+        if renderer is None:
+            raise
+        return retrieve_glue_data({"nb_renderer": renderer}, key)
+
+
 def setup(app):
+    app.add_transform(RememberThePagesGlueData)
+    glue_roles.retrieve_glue_data = retrieve_glue_data_of_the_page
+    glue_directives.retrieve_glue_data = retrieve_glue_data_of_the_page
     app.connect("html-page-context", one_copy_of_each_script)
     app.connect("html-page-context", edition_links)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
