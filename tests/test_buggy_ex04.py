@@ -23,6 +23,13 @@
 | all rows stopped at the first eos | ``ended.any()`` instead of ``ended.all()`` | greedy without and with location |
 | ended rows not padded | a row goes on writing tokens after its eos | greedy without and with location |
 | decoding starts from padding | ``PAD_ID`` instead of ``BOS_ID`` as y_0 | greedy without and with location |
+| bias added twice | ``query_proj(query) + query_proj.bias``: b counted again on top of the layer's own | scores by hand |
+| eos column dropped | the stopping check before the column is stored: the last step's ``<eos>`` is lost | greedy without and with location |
+| tokens length first | ``torch.stack(columns)``: (T', B), one row per step | greedy without and with location |
+
+Correct variants added in review: the step through ``AttentionDecoder.step`` with the location term folded into
+the prepared keys (chapter 4's scorer reading the features as extra key features, the reuse the text allows;
+the features are still the student's ``location_features``), and features by a matrix of shifts (einsum).
 """
 
 from buggy_answers import Bug, Variant, answer_tests, graded_fixture, grader_agreement_test
@@ -146,9 +153,49 @@ BUGS = {
     "decoding_starts_from_padding": Bug(
         GREEDY, [("torch.full((src.shape[0],), BOS_ID,", "torch.full((src.shape[0],), PAD_ID,")], GREEDY_TESTS
     ),
+    # Review (issue 24): three more a teaching assistant sees.
+    "bias_added_twice": Bug(
+        SCORES,
+        [(HIDDEN, HIDDEN.replace("scorer.query_proj(query)", "(scorer.query_proj(query) + scorer.query_proj.bias)"))],
+        {"test_scores_by_hand"},
+    ),
+    "eos_column_dropped": Bug(
+        GREEDY,
+        [
+            (
+                "        columns.append(prev)\n        ended = ended | (prev == EOS_ID)\n        if ended.all():\n            break\n",
+                "        ended = ended | (prev == EOS_ID)\n        if ended.all():\n            break\n        columns.append(prev)\n",
+            )
+        ],
+        GREEDY_TESTS,
+    ),
+    "tokens_length_first": Bug(
+        GREEDY, [("return torch.stack(columns, dim=1)", "return torch.stack(columns)")], GREEDY_TESTS
+    ),
 }
 
 VARIANTS = {
+    "step_through_the_decoders_prepared_keys": Variant(
+        STEP,
+        """def location_aware_step(decoder, filters, W_loc, prev_tokens, state, prev_weights, memory, mask):
+    scorer = decoder.attention.scorer
+    # the location term is one more key feature: W_k h_i + W_loc loc_i, then chapter 4's step does the rest
+    keys = scorer.prepare_keys(memory) + location_features(prev_weights, filters) @ W_loc.T  # (B, S, A)
+    return decoder.step(prev_tokens, state, memory, mask, keys)
+""",
+    ),
+    "features_by_a_shift_matrix": Variant(
+        FEATURES,
+        """def location_features(prev_weights, filters):
+    S, width = prev_weights.shape[-1], filters.shape[-1]
+    R = (width - 1) // 2
+    # shift[k, j, i] = 1 where j = i + (k - R): the positions that offset k - R reads, 0 beyond the source
+    i = torch.arange(S, device=prev_weights.device)
+    offsets = torch.arange(width, device=prev_weights.device) - R
+    shift = (i[None, :, None] == i[None, None, :] + offsets[:, None, None]).to(prev_weights.dtype)  # (2R+1, S, S)
+    return torch.einsum("bj,kji,ck->bic", prev_weights, shift, filters)
+""",
+    ),
     "features_by_a_convolution_layer": Variant(
         FEATURES,
         """def location_features(prev_weights, filters):

@@ -24,10 +24,16 @@
 | first head kept | each group keeps its first head (the paper's other conversion) | mean pool |
 | values not pooled | W_V left with M heads | mean pool |
 | biases not pooled | in_proj_bias returned as it is | mean pool |
+| the ceiling counted from 0 | ``share_kv_heads`` picks ceil(i G / M) for the 0-based entry i (m' = ceil(m G / M) is 1-based) | share_kv_heads |
+| key and value projections swapped | ``w_q, w_v, w_k = in_proj_weight.split(...)`` (and the biases) | layer vs torch, gradients |
+| head size from the key/value heads | ``d = E // num_kv_heads`` | layer vs torch, gradients |
 
 Every bug is caught by a visible test of its own task first; its message starts with the function's name.
-When grading, the first test cell of tasks 2, 3 and 4 defines the course's versions of the earlier functions
-(hidden), so a bug in tasks 1-3 costs that task's points only. The correct variants: split_heads with chunk,
+Task 2 is the layer: ``grouped_attention`` (tests 3-4, 3 points: torch's scaled_dot_product_attention with
+enable_gqa=True computes it, weights included with identity values, so it is a building block the text lets
+the student take from torch) and ``grouped_query_attention`` (tests 5-6, 6 points), two answer cells followed
+by the four tests. When grading, the first test cell of tasks 2 and 3 and test 5 define the course's versions
+of the earlier functions (hidden), so a bug in task 1 or in grouped_attention costs only its own tests' points. The correct variants: split_heads with chunk,
 view and unflatten; share_kv_heads with expand, a list of heads and an index; grouped_attention in the grouped
 layout without copies (finite fill, then multiplied by the mask), head by head with chapter 4's masked_softmax,
 and softmax-zero-renormalise with a guarded denominator; the layer with sliced F.linear, head by head, and with
@@ -114,9 +120,47 @@ BUGS = {
     "first_head_kept": Bug("mean_pool_kv_heads", [(".mean(dim=1).flatten(0, 1)", "[:, 0].flatten(0, 1)")], POOL),
     "values_not_pooled": Bug("mean_pool_kv_heads", [("pooled(w_k), pooled(w_v)]", "pooled(w_k), w_v]")], POOL),
     "biases_not_pooled": Bug("mean_pool_kv_heads", [("torch.cat([b_q, pooled(b_k), pooled(b_v)])", "in_proj_bias")], POOL),
+    # Review (issue 24): three more a teaching assistant sees.
+    "the_ceiling_counted_from_0": Bug(
+        "share_kv_heads",
+        [("return kv.repeat_interleave(num_heads // G, dim=1)", "return kv[:, [math.ceil(i * G / num_heads) for i in range(num_heads)]]")],
+        SHARE,
+    ),
+    "key_and_value_projections_swapped": Bug(
+        "grouped_query_attention",
+        [
+            ("w_q, w_k, w_v = in_proj_weight.split(", "w_q, w_v, w_k = in_proj_weight.split("),
+            ("b_q, b_k, b_v = in_proj_bias.split(", "b_q, b_v, b_k = in_proj_bias.split("),
+        ],
+        LAYER,
+    ),
+    "head_size_from_the_kv_heads": Bug("grouped_query_attention", [("d = query.shape[-1] // M", "d = query.shape[-1] // G")], LAYER),
 }
 
 VARIANTS = {
+    "share_with_the_ceiling_formula": Variant(
+        "share_kv_heads",
+        '''def share_kv_heads(kv, num_heads):
+    M, G = num_heads, kv.shape[1]
+    if M % G:
+        raise ValueError(f"{G} key/value heads cannot serve {M} query heads in equal groups")
+    # query head m = 1..M reads key/value head ceil(m G / M); code counts both from 0
+    return torch.stack([kv[:, math.ceil(m * G / M) - 1] for m in range(1, M + 1)], dim=1)
+''',
+    ),
+    "attention_by_torchs_sdpa": Variant(
+        "grouped_attention",
+        '''def grouped_attention(q, k, v, mask=None):
+    # torch's grouped attention (the reuse the text allows): values [Val, I] give the context and the weights at once
+    B, G, S, d = v.shape
+    eye = torch.eye(S, dtype=v.dtype, device=v.device).expand(B, G, S, S)
+    allowed = None if mask is None else (mask[:, None, None, :] if mask.dim() == 2 else mask[:, None])
+    both = torch.nn.functional.scaled_dot_product_attention(
+        q, k, torch.cat([v, eye], dim=-1), attn_mask=allowed, enable_gqa=True
+    )
+    return both[..., :d], both[..., d:]
+''',
+    ),
     "split_heads_with_chunk": Variant(
         "split_heads",
         '''def split_heads(x, num_heads):
