@@ -25,21 +25,29 @@
 | mean per sequence | each example's mean, then the batch's | loss by hand |
 | no real step gives NaN | 0 / 0 without the clamp of N | loss guard |
 | a float32 accumulator | the sum of the terms cast to float32, whatever the inputs' dtype | loss guard |
-| coverage counts the current step | cov_t includes alpha_t | coverage (both) |
+| coverage counts the current step | the running sum includes step t's own shares | coverage (both) |
 | coverage over the positions | the running sum taken along S, not T | coverage (both) |
-| source padding counted | src_mask ignored | coverage (both) |
+| source padding takes a share | the scores go into the softmax unmasked | coverage (both) |
+| padding zeroed after the softmax | the softmax over every position, then the shares times src_mask | coverage (both) |
 | target padding counted | tgt_mask ignored | coverage (both) |
 | divided by B * T | the mean over every step, padded or not | coverage (both) |
 | mean per summary | each example's mean, then the batch's | coverage (both) |
 | mean of the steps' means | each step's mean over its real rows, then the mean over T | coverage (both) |
 | no real step gives NaN | 0 / 0 without the clamp of N | coverage by hand |
+| coverage of attention through seqlab | chapter 6's coverage of alpha_t (masked_softmax, mean_overlap): no sentinel | coverage by hand |
+| sentinel counted as a position | the sentinel's column kept in the shares and their coverage | coverage (both) |
+| exp without the max | exp(e) / sum exp(e): overflow at +100 | coverage padding |
 
 Every bug is caught by a visible test of its own task first, its message naming the function. Correct variants:
 task 1 through seqlab.pointer.final_distribution with p_gen = sigmoid(e_sent - logsumexp), as a loop over rows
 with index_add, and with a hand-written stable softmax and a one-hot product; task 2 flattened to B * T rows with
 the pointer term from its own softmax, as a loop over the real steps, and with boolean selection; task 3 as a loop
-over steps calling seqlab.pointer.coverage_loss, with a triangular matrix of earlier steps, with cumsum minus
-the step and masked_fill, and with seqlab.pointer.mean_overlap once the coverage is built (allowed reuse).
+over steps calling seqlab.pointer.coverage_loss, by a log-sum-exp and a triangular matrix of earlier steps, with
+seqlab's masked_softmax over the positions and the sentinel and cumsum minus the step, and with the student's own
+sentinel_mixture (a zero-width vocabulary, one column per position) and seqlab.pointer.mean_overlap (allowed
+reuse: the shares and their coverage are the student's). Task 3 was chapter 6's coverage of alpha_t, which
+mean_overlap computes once the coverage is an exclusive cumsum; since the review it is the coverage of the
+pointer's shares, and that delegating answer is a bug (coverage of attention through seqlab).
 """
 
 from buggy_answers import Bug, Variant, answer_tests, graded_fixture, grader_agreement_test
@@ -56,7 +64,10 @@ GUARD_P = "-p_target.clamp_min(EPSILON).log()"
 GUARD_Q = "pointer_weight * p_pointer.clamp_min(EPSILON).log()"
 SELECT = "per_step = torch.where(tgt_mask, per_step, torch.zeros_like(per_step))"
 AVERAGE = "return per_step.sum() / tgt_mask.sum().clamp(min=1)"
-COUNTED = "counted = tgt_mask.unsqueeze(2) & src_mask.unsqueeze(1)"
+PADDED_OUT = 'scores.masked_fill(padded, float("-inf"))'
+COPIED = "copied = candidates.softmax(dim=2)[:, :, :S]"
+EARLIER = "earlier = before.cumsum(dim=1)"
+COV_SELECT = "overlap = torch.where(tgt_mask.unsqueeze(2), torch.minimum(copied, earlier), torch.zeros_like(copied))"
 COV_AVERAGE = "return overlap.sum() / tgt_mask.sum().clamp(min=1)"
 
 BUGS = {
@@ -147,18 +158,20 @@ BUGS = {
         "sentinel_loss", [(AVERAGE, "return per_step.sum().float() / tgt_mask.sum().clamp(min=1)")], {LOSS_GUARD}
     ),
     "coverage_counts_the_current_step": Bug(
-        "sequence_coverage_loss", [("coverage = before.cumsum(dim=1)", "coverage = attn.cumsum(dim=1)")], COVERAGE
+        "sequence_coverage_loss", [(EARLIER, "earlier = copied.cumsum(dim=1)")], COVERAGE
     ),
     "coverage_over_the_positions": Bug(
+        "sequence_coverage_loss", [(EARLIER, "earlier = copied.cumsum(dim=2) - copied")], COVERAGE
+    ),
+    "source_padding_takes_a_share": Bug("sequence_coverage_loss", [(PADDED_OUT, "scores")], COVERAGE),
+    # a TA's favourite: the softmax over every position, then the padding's shares zeroed by the mask
+    "padding_zeroed_after_the_softmax": Bug(
         "sequence_coverage_loss",
-        [("coverage = before.cumsum(dim=1)", "coverage = attn.cumsum(dim=2) - attn")],
+        [(PADDED_OUT, "scores"), (COPIED, "copied = candidates.softmax(dim=2)[:, :, :S] * src_mask.unsqueeze(1)")],
         COVERAGE,
     ),
-    "source_padding_counted": Bug(
-        "sequence_coverage_loss", [(COUNTED, "counted = tgt_mask.unsqueeze(2).expand_as(attn)")], COVERAGE
-    ),
     "target_padding_counted": Bug(
-        "sequence_coverage_loss", [(COUNTED, "counted = src_mask.unsqueeze(1).expand_as(attn)")], COVERAGE
+        "sequence_coverage_loss", [(COV_SELECT, "overlap = torch.minimum(copied, earlier)")], COVERAGE
     ),
     "divided_by_B_times_T": Bug(
         "sequence_coverage_loss", [(COV_AVERAGE, "return overlap.sum() / tgt_mask.numel()")], COVERAGE
@@ -175,6 +188,31 @@ BUGS = {
     ),
     "coverage_of_no_real_step_is_nan": Bug(
         "sequence_coverage_loss", [(COV_AVERAGE, "return overlap.sum() / tgt_mask.sum()")], {"test_coverage_by_hand"}
+    ),
+    # The delegating answer: chapter 6's coverage of the attention alpha_t (the task before the review), by
+    # seqlab's masked_softmax and mean_overlap; the sentinel is never consulted.
+    "coverage_of_attention_through_seqlab": Bug(
+        "sequence_coverage_loss",
+        [
+            (
+                "S = scores.shape[2]",
+                "from types import SimpleNamespace\n\n"
+                "    from seqlab.attention import masked_softmax\n"
+                "    from seqlab.pointer import mean_overlap\n\n"
+                "    attn = masked_softmax(scores, src_mask)\n"
+                '    out = {"attn": attn, "coverage": attn.cumsum(dim=1) - attn}\n'
+                "    return mean_overlap(out, SimpleNamespace(src_mask=src_mask, tgt_mask=tgt_mask))",
+            )
+        ],
+        {"test_coverage_by_hand"},
+    ),
+    "sentinel_counted_as_a_position": Bug(
+        "sequence_coverage_loss", [(COPIED, "copied = candidates.softmax(dim=2)")], COVERAGE
+    ),
+    "exp_without_the_max_in_coverage": Bug(
+        "sequence_coverage_loss",
+        [(COPIED, "copied = (candidates.exp() / candidates.exp().sum(dim=2, keepdim=True))[:, :, :S]")],
+        {"test_coverage_padding_and_gradients"},
     ),
 }
 
@@ -286,50 +324,67 @@ VARIANTS = {
     ),
     "coverage_through_seqlab": Variant(
         "sequence_coverage_loss",
-        """def sequence_coverage_loss(attn, src_mask, tgt_mask):
+        """def sequence_coverage_loss(scores, sentinel_score, src_mask, tgt_mask):
     from seqlab.pointer import coverage_loss
 
-    B, T, S = attn.shape
-    coverage = attn.new_zeros(B, S)
-    total = attn.new_zeros(())
+    B, T, S = scores.shape
+    copied = scores.new_zeros(B, S)
+    total = scores.new_zeros(())
     for t in range(T):
+        logits = torch.cat([scores[:, t].masked_fill(~src_mask, -torch.inf), sentinel_score[:, t]], dim=1)
+        shares = torch.softmax(logits, dim=1)[:, :S]
         rows = tgt_mask[:, t]
-        total = total + coverage_loss(attn[rows, t], coverage[rows], src_mask[rows]) * rows.sum()
-        coverage = coverage + attn[:, t]
+        total = total + coverage_loss(shares[rows], copied[rows], src_mask[rows]) * rows.sum()
+        copied = copied + shares
     return total / max(int(tgt_mask.sum()), 1)
 """,
     ),
     "coverage_triangular": Variant(
         "sequence_coverage_loss",
-        """def sequence_coverage_loss(attn, src_mask, tgt_mask):
-    T = attn.shape[1]
-    earlier = torch.ones(T, T, device=attn.device).tril(diagonal=-1).to(attn.dtype)  # [t, u] = 1 where u < t
-    coverage = torch.einsum("tu,bus->bts", earlier, attn)
-    paid = torch.minimum(attn, coverage) * (tgt_mask[:, :, None] & src_mask[:, None, :])
+        """def sequence_coverage_loss(scores, sentinel_score, src_mask, tgt_mask):
+    T = scores.shape[1]
+    keep = torch.where(src_mask[:, None, :], scores, torch.full_like(scores, -torch.inf))
+    norm = torch.logsumexp(torch.cat([keep, sentinel_score], dim=2), dim=2, keepdim=True)
+    shares = (keep - norm).exp()  # exp(-inf) = 0 at the padding
+    earlier = torch.ones(T, T, device=scores.device).tril(diagonal=-1).to(scores.dtype)  # [t, u] = 1 where u < t
+    coverage = torch.einsum("tu,bus->bts", earlier, shares)
+    paid = torch.minimum(shares, coverage) * tgt_mask[:, :, None]
     n = tgt_mask.sum()
     return paid.sum() / n if n > 0 else paid.sum() * 0
 """,
     ),
     "coverage_cumsum_minus_step": Variant(
         "sequence_coverage_loss",
-        """def sequence_coverage_loss(attn, src_mask, tgt_mask):
-    coverage = attn.cumsum(dim=1) - attn
-    overlap = torch.minimum(attn, coverage).masked_fill(~src_mask.unsqueeze(1), 0.0)
-    overlap = overlap.masked_fill(~tgt_mask.unsqueeze(2), 0.0)
+        """def sequence_coverage_loss(scores, sentinel_score, src_mask, tgt_mask):
+    from seqlab.attention import masked_softmax
+
+    B, T, S = scores.shape
+    everything = torch.cat([scores, sentinel_score], dim=2)
+    real = torch.cat([src_mask, src_mask.new_ones(B, 1)], dim=1)  # (B, S + 1): the sentinel is always real
+    shares = masked_softmax(everything, real)[..., :-1]
+    coverage = shares.cumsum(dim=1) - shares
+    overlap = torch.minimum(shares, coverage).masked_fill(~tgt_mask.unsqueeze(2), 0.0)
     return overlap.sum() / tgt_mask.sum().clamp(min=1)
 """,
     ),
-    # seqlab.pointer.mean_overlap does the masked mean once the coverage is built: reuse that the text allows
-    # (the coverage of the earlier steps is the task's idea); it scores full marks, as it should.
-    "coverage_with_seqlabs_mean_overlap": Variant(
+    # The most delegating answer the text allows: the shares from the student's own sentinel_mixture (a zero-width
+    # vocabulary and one column per position), the coverage built, seqlab.pointer.mean_overlap for the masked
+    # mean. The shares and their coverage are the student's: full marks, as it should.
+    "coverage_with_sentinel_mixture_and_mean_overlap": Variant(
         "sequence_coverage_loss",
-        """def sequence_coverage_loss(attn, src_mask, tgt_mask):
+        """def sequence_coverage_loss(scores, sentinel_score, src_mask, tgt_mask):
     from types import SimpleNamespace
 
     from seqlab.pointer import mean_overlap
 
-    earlier = attn.cumsum(dim=1) - attn
-    return mean_overlap({"attn": attn, "coverage": earlier}, SimpleNamespace(src_mask=src_mask, tgt_mask=tgt_mask))
+    B, T, S = scores.shape
+    positions = torch.arange(S, device=scores.device).expand(B, S)
+    nothing = scores.new_zeros(B, 0)
+    shares = torch.stack(
+        [sentinel_mixture(nothing, scores[:, t], sentinel_score[:, t], positions, S, src_mask) for t in range(T)], dim=1
+    )
+    out = {"attn": shares, "coverage": shares.cumsum(dim=1) - shares}
+    return mean_overlap(out, SimpleNamespace(src_mask=src_mask, tgt_mask=tgt_mask))
 """,
     ),
 }
