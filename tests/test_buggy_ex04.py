@@ -261,7 +261,7 @@ VARIANTS = {
     loc = location_features(prev_weights, filters)
     scores = location_aware_scores(decoder.attention.scorer, W_loc, state[-1], memory, loc)
     weights = masked_softmax(scores[:, None], mask)[:, 0]  # (B, S)
-    context = torch.bmm(weights.unsqueeze(1), memory).squeeze(1)  # (B, M)
+    context = torch.bmm(weights.unsqueeze(1), memory).squeeze(1)  # (B, Dk)
     log_probs, new_state = decoder.context_decoder.step(prev_tokens, state, context)
     return log_probs, new_state, weights
 """,
@@ -275,7 +275,7 @@ VARIANTS = {
     real = mask.any(dim=1, keepdim=True)  # (B, 1): a row with something real
     filled = scores.masked_fill(~mask, float("-inf")).masked_fill(~real, 0.0)  # an empty row softmaxes zeros
     weights = torch.where(mask, torch.softmax(filled, dim=-1), torch.zeros_like(scores))
-    context = (weights.unsqueeze(-1) * memory).sum(dim=1)  # (B, M)
+    context = (weights.unsqueeze(-1) * memory).sum(dim=1)  # (B, Dk)
     embedded = layers.embedding(prev_tokens)  # (B, E)
     output, new_state = layers.rnn(torch.cat([embedded, context], dim=1).unsqueeze(1), state)
     logits = layers.output(torch.cat([output.squeeze(1), context, embedded], dim=1))
@@ -291,7 +291,7 @@ VARIANTS = {
     floor = torch.finfo(scores.dtype).min
     weights = torch.softmax(torch.where(mask, scores, torch.full_like(scores, floor)), dim=-1)
     weights = torch.where(mask, weights, torch.zeros_like(weights))  # padding, and an empty row: exactly 0
-    context = torch.einsum("bs,bsm->bm", weights, memory)[:, None]  # (B, 1, M)
+    context = torch.einsum("bs,bsm->bm", weights, memory)[:, None]  # (B, 1, Dk)
     embedded = layers.embed(prev_tokens[:, None])
     output, new_state = layers.recur(embedded, state, context)
     return layers.predict(output, context, embedded)[:, 0], new_state, weights

@@ -32,13 +32,17 @@ Every bug is caught by a visible test of its own task first; its message starts 
 Task 2 is the layer: ``grouped_attention`` (tests 3-4, 3 points: torch's scaled_dot_product_attention with
 enable_gqa=True computes it, weights included with identity values, so it is a building block the text lets
 the student take from torch) and ``grouped_query_attention`` (tests 5-6, 6 points), two answer cells followed
-by the four tests. When grading, the first test cell of tasks 2 and 3 and test 5 define the course's versions
-of the earlier functions (hidden), so a bug in task 1 or in grouped_attention costs only its own tests' points. The correct variants: split_heads with chunk,
-view and unflatten; share_kv_heads with expand, a list of heads and an index; grouped_attention in the grouped
-layout without copies (finite fill, then multiplied by the mask), head by head with chapter 4's masked_softmax,
-and softmax-zero-renormalise with a guarded denominator; the layer with sliced F.linear, head by head, and with
-the key/value weights copied to M heads; mean_pool_kv_heads group by group, with a pooling matrix, and with
-unflatten.
+by the four tests. When grading, test 3 (task 2's first), test 5 and test 7 (task 3's) define the course's
+versions of the earlier functions (hidden), so a bug in task 1 or in grouped_attention costs only its own
+tests' points.
+
+The correct variants: split_heads with chunk, view and unflatten; share_kv_heads with expand, a list of
+heads, an index, and the 1-based ceiling formula; grouped_attention in the grouped layout without copies
+(finite fill, then multiplied by the mask), head by head with chapter 4's masked_softmax,
+softmax-zero-renormalise with a guarded denominator, and torch's scaled_dot_product_attention with values
+[Val, I]; the layer with sliced F.linear, head by head, with the key/value weights copied to M heads, and
+through torch's multi_head_attention_forward on copied rows; mean_pool_kv_heads group by group, with a
+pooling matrix, and with unflatten.
 """
 
 from buggy_answers import Bug, Variant, answer_tests, graded_fixture, grader_agreement_test
@@ -328,6 +332,32 @@ def grouped_query_attention(query, key, value, in_proj_weight, in_proj_bias, out
     context, weights = grouped_attention(q, k, v, mask)
     out = context.permute(0, 2, 1, 3).reshape(B, T, E) @ out_proj_weight.T + out_proj_bias
     return out, weights
+''',
+    ),
+    "layer_through_torchs_multi_head_attention_forward": Variant(
+        "grouped_query_attention",
+        '''def grouped_query_attention(query, key, value, in_proj_weight, in_proj_bias, out_proj_weight, out_proj_bias, num_heads, num_kv_heads, mask=None):
+    # torch's multi-head attention on copies: query head entry i gets key/value head entry i // (M/G)
+    B, T, E = query.shape
+    S, M, G = key.shape[1], num_heads, num_kv_heads
+    d = E // M
+    head = torch.arange(E, device=query.device) // d  # the query head entry of each of the E rows
+    rows = head // (M // G) * d + torch.arange(E, device=query.device) % d  # its key/value head's row
+    w_q, w_k, w_v = in_proj_weight.split([E, G * d, G * d])
+    b_q, b_k, b_v = in_proj_bias.split([E, G * d, G * d])
+    if mask is None:
+        mask = torch.ones(B, S, dtype=torch.bool, device=query.device)
+    allowed = mask[:, None, :].expand(B, T, S) if mask.dim() == 2 else mask
+    some = allowed.any(dim=-1, keepdim=True)  # (B, T, 1); a query with no key looks at all, then is zeroed
+    ignore = ~(allowed | ~some)
+    out, weights = torch.nn.functional.multi_head_attention_forward(
+        query.transpose(0, 1), key.transpose(0, 1), value.transpose(0, 1), E, M,
+        torch.cat([w_q, w_k[rows], w_v[rows]]), torch.cat([b_q, b_k[rows], b_v[rows]]), None, None, False, 0.0,
+        out_proj_weight, out_proj_bias, training=False, attn_mask=ignore.repeat_interleave(M, dim=0),
+        average_attn_weights=False,
+    )
+    out = torch.where(some, out.transpose(0, 1), out_proj_bias)  # no key: a zero context, b_O alone
+    return out, torch.where(some[:, None], weights, torch.zeros_like(weights))
 ''',
     ),
     "pool_group_by_group": Variant(
