@@ -12,6 +12,8 @@
    English is built into _build/html, each Chinese edition into _build/html/<language>.
 4. Figures glued into a translated paragraph ({glue:text} in a Chinese edition): Sphinx parses each translated
    paragraph as a small document of its own, where myst-nb finds no glue data; the page's own is used.
+5. The sidebar's captions in the reader's language: sphinx-external-toc adds the table of contents after Sphinx
+   has translated the page, so its captions ("Chapters and their exercises") are translated here.
 """
 
 import dataclasses
@@ -20,7 +22,10 @@ import sphinxcontrib.bibtex.plugin
 from myst_nb.ext.glue import directives as glue_directives
 from myst_nb.ext.glue import roles as glue_roles
 from myst_nb.ext.glue.utils import RetrievalError, retrieve_glue_data
+from sphinx import addnodes
+from sphinx.locale import init as init_locale
 from sphinx.transforms import SphinxTransform
+from sphinx.util.i18n import docname_to_domain
 from sphinxcontrib.bibtex.style.referencing import BracketStyle
 from sphinxcontrib.bibtex.style.referencing.author_year import AuthorYearReferenceStyle
 
@@ -110,7 +115,26 @@ def retrieve_glue_data_of_the_page(document, key):
         return retrieve_glue_data({"nb_renderer": renderer}, key)
 
 
+class TranslateTocCaptions(SphinxTransform):
+    """After sphinx-external-toc's InsertToctrees (priority 100), its toctrees' captions from the page's catalog."""
+
+    default_priority = 101
+
+    def apply(self, **_kwargs):
+        toctrees = [node for node in self.document.findall(addnodes.toctree) if node.get("caption")]
+        if not toctrees or not self.config.language or self.config.language == "en":
+            return
+        domain = docname_to_domain(self.env.docname, self.config.gettext_compact)
+        folders = [str(self.env.srcdir / folder) for folder in self.config.locale_dirs]
+        catalog, found = init_locale(folders, self.config.language, domain)
+        if not found:
+            return
+        for node in toctrees:
+            node["caption"] = node["rawcaption"] = catalog.gettext(node["caption"])
+
+
 def setup(app):
+    app.add_transform(TranslateTocCaptions)
     app.add_transform(RememberThePagesGlueData)
     glue_roles.retrieve_glue_data = retrieve_glue_data_of_the_page
     glue_directives.retrieve_glue_data = retrieve_glue_data_of_the_page

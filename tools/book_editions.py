@@ -166,6 +166,12 @@ def to_taiwan(simplified: str) -> str:
     return text
 
 
+def taiwan_message(english: str, simplified: str) -> str:
+    """A message's zh_TW translation from its zh_CN one. A message copied unchanged (a formula, a name, the
+    glossary's head lines, which give both scripts) stays unchanged."""
+    return simplified if simplified == english else to_taiwan(simplified)
+
+
 def derive_taiwan() -> int:
     """Write every zh_TW catalog from its zh_CN one (the messages, their order and flags kept). Returns how many
     messages it wrote."""
@@ -179,7 +185,7 @@ def derive_taiwan() -> int:
         catalog.locale = "zh_TW"
         for message in catalog:
             if message.id and message.string:
-                message.string = to_taiwan(message.string)
+                message.string = taiwan_message(message.id, message.string)
                 written += 1
         target.parent.mkdir(parents=True, exist_ok=True)
         with target.open("wb") as f:
