@@ -2,7 +2,8 @@
 
 Task 1 is ``peephole_lstm_step`` (an LSTM step with peephole connections, Gers and Schmidhuber 2000), task 2
 ``peephole_lstm_over_sequence`` (that step along a padded batch of sequences of different lengths), task 3
-``cho_gru_step`` (the GRU step with the reset gate before the matrix, Cho et al. 2014). Test cells: 1
+``cho_gru_stack_step`` (one step of a stack of GRU layers with the reset gate before the matrix, Cho et al. 2014;
+the single-layer step alone was chapter 1 §1.5's last cell, unbatched, so the task asks for the stack). Test cells: 1
 ``test_peephole_step_by_hand``, 2 ``test_peephole_step_matches_torch``, 3 ``test_padded_sequence_by_rows``, 4
 ``test_padded_sequence_matches_torch``, 5 ``test_cho_gru_by_hand``, 6 ``test_cho_gru_matches_torch``.
 
@@ -26,6 +27,9 @@ Task 1 is ``peephole_lstm_step`` (an LSTM step with peephole connections, Gers a
 | mask_on_the_wrong_axis | ``arange(S) < lengths`` with no new axis, read as ``real[t]`` | 3, 4 |
 | final_h_gathered_at_length_minus_one | ``h_n = outputs[b, L_b - 1]``: a row of length 0 gets the last column | 3 |
 | torch_reset_placement | ``r * (W_hn h + b_hn)``, torch's placement, not Cho et al.'s | 5 |
+| every_layer_reads_x | every layer reads x_t (raises when I != H) | 5, 6 |
+| layer_above_reads_the_old_state_below | layer k > 1 reads h[k - 1], the layer below's h_{t-1}, not its new h_t | 5, 6 |
+| returns_only_the_top_layer | returns the top layer's (B, H) state, not (L, B, H) | 5, 6 |
 | reset_on_b_hn_too | ``W_hn (r * h) + r * b_hn`` | 5 |
 | b_hn_dropped | ``W_hn (r * h)`` with no ``b_hn`` | 5 |
 | reset_ignored | ``W_hn h + b_hn`` | 5, 6 |
@@ -38,7 +42,7 @@ Task 1 is ``peephole_lstm_step`` (an LSTM step with peephole connections, Gers a
 from buggy_answers import Bug, Variant, answer_tests, graded_fixture, grader_agreement_test
 
 EXERCISE = "ex01_lstm_cell"
-STEP, SEQUENCE, GRU = "peephole_lstm_step", "peephole_lstm_over_sequence", "cho_gru_step"
+STEP, SEQUENCE, GRU = "peephole_lstm_step", "peephole_lstm_over_sequence", "cho_gru_stack_step"
 T1, T2, T3 = "test_peephole_step_by_hand", "test_peephole_step_matches_torch", "test_padded_sequence_by_rows"
 T4, T5, T6 = "test_padded_sequence_matches_torch", "test_cho_gru_by_hand", "test_cho_gru_matches_torch"
 
@@ -46,8 +50,8 @@ BLOCKS = "pre_i, pre_f, pre_g, pre_o ="
 SHOW = "show = torch.sigmoid(pre_o + w_co * new_memory)"
 FREEZE = "h_t, c_t = torch.where(now, h_new, h_t), torch.where(now, c_new, c_t)"
 OUTPUT = "every_h.append(torch.where(now, h_new, 0.0))"
-CANDIDATE = "torch.tanh(x_n + (reset * h) @ weight_hh[2 * H :].T + bias_hh[2 * H :])"
-GATES = "reset = torch.sigmoid(x_r + h_r)\n    update = torch.sigmoid(x_z + h_z)"
+CANDIDATE = "torch.tanh(x_n + (reset * h_prev) @ weight_hh[2 * H :].T + bias_hh[2 * H :])"
+GATES = "reset = torch.sigmoid(x_r + h_r)\n        update = torch.sigmoid(x_z + h_z)"
 BUGS = {
     # task 1: peephole_lstm_step
     "lstm_gates_g_and_o_swapped": Bug(STEP, [(BLOCKS, "pre_i, pre_f, pre_o, pre_g =")], {T1, T2}),
@@ -98,29 +102,50 @@ BUGS = {
         ],
         {T3},
     ),
-    # task 3: cho_gru_step
+    # task 3: cho_gru_stack_step
     "torch_reset_placement": Bug(
-        GRU, [(CANDIDATE, "torch.tanh(x_n + reset * (h @ weight_hh[2 * H :].T + bias_hh[2 * H :]))")], {T5}
+        GRU, [(CANDIDATE, "torch.tanh(x_n + reset * (h_prev @ weight_hh[2 * H :].T + bias_hh[2 * H :]))")], {T5}
     ),
     "reset_on_b_hn_too": Bug(
-        GRU, [(CANDIDATE, "torch.tanh(x_n + (reset * h) @ weight_hh[2 * H :].T + reset * bias_hh[2 * H :])")], {T5}
+        GRU,
+        [(CANDIDATE, "torch.tanh(x_n + (reset * h_prev) @ weight_hh[2 * H :].T + reset * bias_hh[2 * H :])")],
+        {T5},
     ),
-    "b_hn_dropped": Bug(GRU, [(CANDIDATE, "torch.tanh(x_n + (reset * h) @ weight_hh[2 * H :].T)")], {T5}),
-    "reset_ignored": Bug(GRU, [(CANDIDATE, "torch.tanh(x_n + h @ weight_hh[2 * H :].T + bias_hh[2 * H :])")], {T5, T6}),
+    "b_hn_dropped": Bug(GRU, [(CANDIDATE, "torch.tanh(x_n + (reset * h_prev) @ weight_hh[2 * H :].T)")], {T5}),
+    "reset_ignored": Bug(
+        GRU, [(CANDIDATE, "torch.tanh(x_n + h_prev @ weight_hh[2 * H :].T + bias_hh[2 * H :])")], {T5, T6}
+    ),
     "reset_on_the_whole_preactivation": Bug(
-        GRU, [(CANDIDATE, "torch.tanh(reset * (x_n + h @ weight_hh[2 * H :].T + bias_hh[2 * H :]))")], {T5, T6}
+        GRU, [(CANDIDATE, "torch.tanh(reset * (x_n + h_prev @ weight_hh[2 * H :].T + bias_hh[2 * H :]))")], {T5, T6}
     ),
     "gru_gates_r_and_z_swapped": Bug(
         GRU,
-        [(GATES, "reset = torch.sigmoid(x_z + h_z)\n    update = torch.sigmoid(x_r + h_r)")],
+        [(GATES, "reset = torch.sigmoid(x_z + h_z)\n        update = torch.sigmoid(x_r + h_r)")],
         {T5, T6},
     ),
     "gru_interpolation_swapped": Bug(
-        GRU, [("(1 - update) * candidate + update * h", "update * candidate + (1 - update) * h")], {T5, T6}
+        GRU,
+        [("(1 - update) * candidate + update * h_prev", "update * candidate + (1 - update) * h_prev")],
+        {T5, T6},
     ),
     "candidate_from_the_update_block": Bug(
-        GRU, [(CANDIDATE, "torch.tanh(x_n + (reset * h) @ weight_hh[H : 2 * H].T + bias_hh[2 * H :])")], {T5, T6}
+        GRU,
+        [(CANDIDATE, "torch.tanh(x_n + (reset * h_prev) @ weight_hh[H : 2 * H].T + bias_hh[2 * H :])")],
+        {T5, T6},
     ),
+    # the stack (new in the review): what each layer reads, and what comes back
+    "every_layer_reads_x": Bug(GRU, [("(below @ weight_ih.T + bias_ih)", "(x @ weight_ih.T + bias_ih)")], {T5, T6}),
+    "layer_above_reads_the_old_state_below": Bug(
+        GRU,
+        [
+            (
+                "(below @ weight_ih.T + bias_ih)",
+                "((x if not new_states else h[len(new_states) - 1]) @ weight_ih.T + bias_ih)",
+            )
+        ],
+        {T5, T6},
+    ),
+    "returns_only_the_top_layer": Bug(GRU, [("return torch.stack(new_states)", "return below")], {T5, T6}),
 }
 
 VARIANTS = {
@@ -229,37 +254,47 @@ VARIANTS = {
         "        outputs[real, t] = h_new[real]\n"
         "    return outputs, (h, c)\n",
     ),
-    # task 3: each gate's matrices taken apart, torch.nn.functional.linear
+    # task 3: each gate's matrices taken apart, torch.nn.functional.linear, the layers by index
     "gru_per_gate_matrices": Variant(
         GRU,
         "import torch.nn.functional as F\n"
         "\n"
-        "def cho_gru_step(x, h, weight_ih, weight_hh, bias_ih, bias_hh):\n"
-        "    W_ir, W_iz, W_in = weight_ih.chunk(3)\n"
-        "    W_hr, W_hz, W_hn = weight_hh.chunk(3)\n"
-        "    b_ir, b_iz, b_in = bias_ih.chunk(3)\n"
-        "    b_hr, b_hz, b_hn = bias_hh.chunk(3)\n"
-        "    r = torch.sigmoid(F.linear(x, W_ir, b_ir) + F.linear(h, W_hr, b_hr))\n"
-        "    z = torch.sigmoid(F.linear(x, W_iz, b_iz) + F.linear(h, W_hz, b_hz))\n"
-        "    n = torch.tanh(F.linear(x, W_in, b_in) + F.linear(r * h, W_hn, b_hn))\n"
-        "    return z * h + (1 - z) * n\n",
+        "def cho_gru_stack_step(x, h, layers):\n"
+        "    states = []\n"
+        "    for k in range(len(layers)):\n"
+        "        weight_ih, weight_hh, bias_ih, bias_hh = layers[k]\n"
+        "        inp = x if k == 0 else states[k - 1]\n"
+        "        W_ir, W_iz, W_in = weight_ih.chunk(3)\n"
+        "        W_hr, W_hz, W_hn = weight_hh.chunk(3)\n"
+        "        b_ir, b_iz, b_in = bias_ih.chunk(3)\n"
+        "        b_hr, b_hz, b_hn = bias_hh.chunk(3)\n"
+        "        r = torch.sigmoid(F.linear(inp, W_ir, b_ir) + F.linear(h[k], W_hr, b_hr))\n"
+        "        z = torch.sigmoid(F.linear(inp, W_iz, b_iz) + F.linear(h[k], W_hz, b_hz))\n"
+        "        n = torch.tanh(F.linear(inp, W_in, b_in) + F.linear(r * h[k], W_hn, b_hn))\n"
+        "        states.append(z * h[k] + (1 - z) * n)\n"
+        "    return torch.stack(states, dim=0)\n",
     ),
-    # task 3: the whole hidden product for the gates (its third block unused), then the candidate's own
+    # task 3: the whole hidden product for the gates (its third block unused), lerp, written into a new tensor
     "gru_full_product_then_candidate": Variant(
         GRU,
-        "def cho_gru_step(x, h, weight_ih, weight_hh, bias_ih, bias_hh):\n"
+        "def cho_gru_stack_step(x, h, layers):\n"
         "    H = h.shape[-1]\n"
-        "    gx = x @ weight_ih.T + bias_ih\n"
-        "    gh = h @ weight_hh.T + bias_hh  # the third block is torch's, not used\n"
-        "    r = torch.sigmoid(gx[:, :H] + gh[:, :H])\n"
-        "    z = torch.sigmoid(gx[:, H : 2 * H] + gh[:, H : 2 * H])\n"
-        "    n = torch.tanh(gx[:, 2 * H :] + torch.mm(r * h, weight_hh[2 * H :].t()) + bias_hh[2 * H :])\n"
-        "    return torch.lerp(n, h, z)\n",
+        "    h_next = torch.empty_like(h)\n"
+        "    inp = x\n"
+        "    for k, (weight_ih, weight_hh, bias_ih, bias_hh) in enumerate(layers):\n"
+        "        gx = inp @ weight_ih.T + bias_ih\n"
+        "        gh = h[k] @ weight_hh.T + bias_hh  # the third block is torch's, not used\n"
+        "        r = torch.sigmoid(gx[:, :H] + gh[:, :H])\n"
+        "        z = torch.sigmoid(gx[:, H : 2 * H] + gh[:, H : 2 * H])\n"
+        "        n = torch.tanh(gx[:, 2 * H :] + torch.mm(r * h[k], weight_hh[2 * H :].t()) + bias_hh[2 * H :])\n"
+        "        inp = torch.lerp(n, h[k], z)  # a tensor of its own: the next layer reads it, not a view of h_next\n"
+        "        h_next[k] = inp\n"
+        "    return h_next\n",
     ),
-    # task 3: einsum over the weights seen as (3, H, .)
-    "gru_einsum": Variant(
+    # task 3: einsum over the weights seen as (3, H, .), the stack by recursion
+    "gru_einsum_recursive": Variant(
         GRU,
-        "def cho_gru_step(x, h, weight_ih, weight_hh, bias_ih, bias_hh):\n"
+        "def one_layer(x, h, weight_ih, weight_hh, bias_ih, bias_hh):\n"
         "    B, H = h.shape\n"
         "    from_x = torch.einsum('ghi,bi->gbh', weight_ih.view(3, H, -1), x) + bias_ih.view(3, 1, H)\n"
         "    W_hh = weight_hh.view(3, H, H)\n"
@@ -267,7 +302,35 @@ VARIANTS = {
         "    r = torch.sigmoid(from_x[0] + torch.einsum('hk,bk->bh', W_hh[0], h) + b_hh[0])\n"
         "    z = torch.sigmoid(from_x[1] + torch.einsum('hk,bk->bh', W_hh[1], h) + b_hh[1])\n"
         "    n = torch.tanh(from_x[2] + torch.einsum('hk,bk->bh', W_hh[2], r * h) + b_hh[2])\n"
-        "    return (1 - z) * n + z * h\n",
+        "    return (1 - z) * n + z * h\n"
+        "\n"
+        "def cho_gru_stack_step(x, h, layers):\n"
+        "    first = one_layer(x, h[0], *layers[0])\n"
+        "    if len(layers) == 1:\n"
+        "        return first.unsqueeze(0)\n"
+        "    return torch.cat([first.unsqueeze(0), cho_gru_stack_step(first, h[1:], layers[1:])])\n",
+    ),
+    # task 3 (new in the review): chapter 1 §1.5's unbatched lines, one row and one layer at a time (reuse the
+    # text allows: the stack around them is the task)
+    "gru_chapter_lines_row_by_row": Variant(
+        GRU,
+        "def cho_gru_stack_step(x, h, layers):\n"
+        "    rows = []\n"
+        "    for b in range(x.shape[0]):\n"
+        "        x_t, per_layer = x[b], []\n"
+        "        for k, (weight_ih, weight_hh, bias_ih, bias_hh) in enumerate(layers):\n"
+        "            W_ir, W_iz, W_in = weight_ih.chunk(3)\n"
+        "            W_hr, W_hz, W_hn = weight_hh.chunk(3)\n"
+        "            b_ir, b_iz, b_in = bias_ih.chunk(3)\n"
+        "            b_hr, b_hz, b_hn = bias_hh.chunk(3)\n"
+        "            h_prev = h[k, b]\n"
+        "            r_t = torch.sigmoid(W_ir @ x_t + b_ir + W_hr @ h_prev + b_hr)\n"
+        "            z_t = torch.sigmoid(W_iz @ x_t + b_iz + W_hz @ h_prev + b_hz)\n"
+        "            n_cho = torch.tanh(W_in @ x_t + b_in + W_hn @ (r_t * h_prev) + b_hn)\n"
+        "            x_t = (1 - z_t) * n_cho + z_t * h_prev\n"
+        "            per_layer.append(x_t)\n"
+        "        rows.append(torch.stack(per_layer))\n"
+        "    return torch.stack(rows, dim=1)\n",
     ),
 }
 
