@@ -10,6 +10,9 @@ earlier task's function, so no test cell needs an earlier task's reference.
 | low-rank: key factor read as a Linear weight | ``keys @ W_K.T`` for W_K^T k | low-rank |
 | low-rank: scores transposed | (B, S, T): every key against every query | low-rank |
 | low-rank: no check on d | no ValueError when the factors' d differ | low-rank |
+| low-rank: W formed | ``queries @ (W_Q @ W_K.T) @ keys^T``: right scores, the (Dq, Dk) matrix the rank saves | low-rank |
+| low-rank: delegated to BilinearScorer | ``BilinearScorer`` with ``weight = W_Q @ W_K.T``: the chapter's scorer, W formed | low-rank |
+| ALiBi: positions aligned at the end | query t at position t + S - T (a key-value cache's alignment) | alibi, causal |
 | ALiBi: penalty added | ``+ slope * abs(t - i)`` | alibi, causal |
 | ALiBi: penalty scaled too | ``(q . k - slope * abs(t - i)) / sqrt(d)`` | alibi, causal |
 | ALiBi: signed distance | ``t - i`` without the absolute value (the paper's causal form used both ways) | alibi |
@@ -30,10 +33,17 @@ earlier task's function, so no test cell needs an earlier task's reference.
 | key strength: bias outside the softplus | ``softplus(w . q) + b`` | key strength |
 | key strength: kappa detached | ``softplus(...).detach()``: no gradient reaches w_kappa, b_kappa | key strength |
 | key strength: kappa forgotten | plain cosine scores | key strength |
+| key strength: kappa as a temperature | cosines divided by kappa_t, not multiplied | key strength |
 
 The issue's case "cosine with ``norm + eps``" is decided in task 3's text: the formula says ``max(norm, eps)``,
 ``norm + eps`` is accepted, and the tests' tolerance (1e-5) is far above the two guards' difference on the
 vectors they use (under 1e-6) and far below any bug's; it is a variant here (``norm_plus_eps``).
+
+Review (issue 24): task 1's low-rank scores were, for every input, the chapter's bilinear scores with
+W = W_Q W_K^T, so ``BilinearScorer`` with that weight earned full marks (it was a variant here). The text now
+asks for the scores without W, or any tensor of Dq * Dk numbers, and test 1 records the largest tensor torch's
+operations make; forming W and the delegation are bugs, and reusing ``DotScorer`` on the two projections is a
+variant.
 """
 
 from buggy_answers import Bug, Variant, answer_tests, graded_fixture, grader_agreement_test
@@ -78,6 +88,26 @@ BUGS = {
         LOW_RANK,
     ),
     "low_rank_no_check_on_d": Bug("low_rank_bilinear_scores", [(RANK_CHECK, "if False:")], LOW_RANK),
+    "low_rank_forms_w": Bug(
+        "low_rank_bilinear_scores",
+        [
+            (PROJECT_KEYS, "weight = query_factor @ key_factor.T  # (Dq, Dk): W"),
+            (PROJECT_QUERIES, "pass"),
+            (LOW_RANK_PRODUCT, "return queries @ weight @ keys.transpose(1, 2)"),
+        ],
+        LOW_RANK,
+    ),
+    "low_rank_delegated_to_bilinear_scorer": Bug(
+        "low_rank_bilinear_scores",
+        [
+            (PROJECT_KEYS, "from seqlab.attention import BilinearScorer\n"
+             "    scorer = BilinearScorer(queries.shape[-1], keys.shape[-1]).to(queries)"),
+            (PROJECT_QUERIES, "pass"),
+            (LOW_RANK_PRODUCT, "return torch.func.functional_call(scorer, {'weight': query_factor @ key_factor.T}, "
+             "(queries, keys))"),
+        ],
+        LOW_RANK,
+    ),
     # Task 2
     "alibi_penalty_added": Bug("alibi_scores", [(SCORES, SCORES.replace("- penalty", "+ penalty"))], ALIBI | CAUSAL),
     "alibi_penalty_scaled_too": Bug(
@@ -93,6 +123,17 @@ BUGS = {
         "alibi_scores", [(SCORES, SCORES.replace("math.sqrt(size)", "math.sqrt(queries.shape[1])"))], ALIBI | CAUSAL
     ),
     "alibi_no_size_check": Bug("alibi_scores", [(SIZE_CHECK, "if False:")], ALIBI),
+    "alibi_positions_aligned_at_the_end": Bug(
+        "alibi_scores",
+        [
+            (
+                "query_positions = torch.arange(queries.shape[1], device=queries.device).unsqueeze(1)",
+                "query_positions = (torch.arange(queries.shape[1], device=queries.device) + keys.shape[1]"
+                " - queries.shape[1]).unsqueeze(1)",
+            )
+        ],
+        ALIBI | CAUSAL,
+    ),
     "causal_diagonal_masked": Bug("alibi_scores", [(MASK, MASK.replace("offsets < 0", "offsets <= 0"))], CAUSAL),
     "causal_past_masked": Bug("alibi_scores", [(MASK, MASK.replace("offsets < 0", "offsets > 0"))], CAUSAL),
     "causal_lowest_float_for_minus_inf": Bug(
@@ -167,20 +208,13 @@ BUGS = {
     "key_strength_kappa_forgotten": Bug(
         "key_strength_scores", [(RETURN_STRENGTH, "return cosines")], KEY_STRENGTH
     ),
+    "key_strength_kappa_as_a_temperature": Bug(
+        "key_strength_scores", [(RETURN_STRENGTH, "return cosines / strength.unsqueeze(-1)")], KEY_STRENGTH
+    ),
 }
 
 VARIANTS = {
     # Task 1
-    "low_rank_weight_first": Variant(
-        "low_rank_bilinear_scores",
-        """def low_rank_bilinear_scores(queries, keys, query_factor, key_factor):
-    d_query, d_key = query_factor.shape[1], key_factor.shape[1]
-    if d_query != d_key:
-        raise ValueError(f"W_Q has {d_query} columns and W_K {d_key}: they must be equal")
-    weight = query_factor @ key_factor.T  # (Dq, Dk): W = W_Q W_K^T
-    return queries @ weight @ keys.transpose(-1, -2)  # (B, T, S)
-""",
-    ),
     "low_rank_einsum": Variant(
         "low_rank_bilinear_scores",
         """def low_rank_bilinear_scores(queries, keys, query_factor, key_factor):
@@ -203,18 +237,27 @@ VARIANTS = {
     return scores
 """,
     ),
-    "low_rank_reuses_bilinear_scorer": Variant(
+    "low_rank_reuses_dot_scorer": Variant(
         "low_rank_bilinear_scores",
-        """from torch.func import functional_call
-
-from seqlab.attention import BilinearScorer
+        """from seqlab.attention import DotScorer
 
 
 def low_rank_bilinear_scores(queries, keys, query_factor, key_factor):
     if query_factor.shape[1] != key_factor.shape[1]:
         raise ValueError(f"the factors' d: {query_factor.shape[1]} and {key_factor.shape[1]}")
-    scorer = BilinearScorer(queries.shape[-1], keys.shape[-1])
-    return functional_call(scorer, {"weight": query_factor @ key_factor.T}, (queries, keys))
+    return DotScorer()(queries @ query_factor, keys @ key_factor)  # the dot score of the two d-sized maps
+""",
+    ),
+    "low_rank_row_by_row_bmm": Variant(
+        "low_rank_bilinear_scores",
+        """def low_rank_bilinear_scores(queries, keys, query_factor, key_factor):
+    (_, d), (_, d_k) = query_factor.shape, key_factor.shape
+    if d != d_k:
+        raise ValueError(f"W_Q has d = {d} columns but W_K has {d_k}")
+    rows = []
+    for q_b, k_b in zip(queries, keys):  # one row of the batch at a time
+        rows.append(torch.mm(torch.mm(q_b, query_factor), torch.mm(k_b, key_factor).t()))
+    return torch.stack(rows)
 """,
     ),
     # Task 2
