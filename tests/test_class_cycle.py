@@ -532,7 +532,7 @@ def test_the_class_has_exercises():
     assert EXERCISES, "no exercise in solutions/"
     assert {"ex01_lstm_cell", "ex02_bidirectional_encoder", "ex03_seq2seq"} <= set(EXERCISES), EXERCISES
     first = nbformat.read(ROOT / "solutions" / "ex01_lstm_cell" / "ex01_lstm_cell.ipynb", as_version=4)
-    # the attacks on the verdict are written for exercise 1's answers (grading_harness.NOISE)
+    # the attacks on the verdict are graded on exercise 1 (grading_harness.FIRST_EXERCISE_ONLY)
     assert answer_ids(first)[0] == "peephole_lstm_step" and graded_points(first), answer_ids(first)
     assert all(points > 0 for points in graded_points(first).values()), graded_points(first)
 

@@ -35,9 +35,9 @@ def test_tag_accuracy_counts_only_real_and_selected_tokens():
 
     class Constant(torch.nn.Module):  # always predicts the tag "O"
         def forward(self, tokens, _lengths):
-            scores = torch.zeros(*tokens.shape, len(tags))
-            scores[..., tags.token_to_id("O")] = 1.0
-            return scores
+            logits = torch.zeros(*tokens.shape, len(tags))
+            logits[..., tags.token_to_id("O")] = 1.0
+            return logits
 
     assert tag_accuracy(Constant(), examples, words, tags) == 2 / 3  # padding is not counted
     assert tag_accuracy(Constant(), examples, words, tags, skip_tag="O") == 0.0

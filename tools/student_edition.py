@@ -128,6 +128,9 @@ INSTRUCTOR_TESTS = {
     "test_coverage_seeds.py": "re-runs book/runs/coverage_seeds.py, chapter 6's seeds, for whoever writes it",
     "test_submission_attacks.py": "grades attacking submissions with solutions/ and a gradebook",
     "test_formgrader_browser.py": "the instructor's formgrader in Chromium, with solutions/",
+    "answer_runner.py": "runs the answers of test_buggy_*.py, with the hidden tests of solutions/",
+    "test_answers_not_given.py": "reads solutions/",
+    "test_translations.py": "the Chinese editions' catalogs (locales/), which the edition does not ship",
 }
 
 # nbgrader_config.py: the settings of these nbgrader classes (and seqlab's) are the grading rules, which
