@@ -27,6 +27,10 @@ real position). Test cells: 1 ``test_weights_per_head``, 2 ``test_weights_paddin
 | positions_overlap | ``αᵀ α - I`` (S × S), not ``α αᵀ - I`` (M × M) | 4 |
 | identity_missing | ``||α αᵀ||²`` | 4 |
 | no_guard_for_a_batch_with_nothing_real | no guard for a batch with nothing real: the mean of no number, NaN | 5 |
+| mask_as_lengths (review) | the mask read as lengths, arange < mask.sum(): wrong for a mask with gaps | 1 |
+| tanh_after_w (review) | ``tanh(w_mᵀ (W_k h_i + b))``: the tanh around the score | 1 |
+| ones_instead_of_identity (review) | ``α αᵀ - 1``: I read as a matrix of ones | 4 |
+| heads_through_the_tests_oracle (review) | the setup cell's ``one_head_pooling`` per head, stacked: right weights, no gradient to the parameters | 2 |
 """
 
 from buggy_answers import Bug, Variant, answer_tests, graded_fixture, grader_agreement_test
@@ -86,6 +90,42 @@ BUGS = {
     ),
     "identity_missing": Bug(PENALTY, [("(overlap - identity)", "overlap")], {T4}),
     "no_guard_for_a_batch_with_nothing_real": Bug(PENALTY, [("if not counted.any():", "if False:")], {T5}),
+    # Added in review: a TA's bugs. The mask read as lengths (right padding assumed; the text allows gaps).
+    "mask_as_lengths": Bug(
+        WEIGHTS,
+        [
+            (
+                "real = mask.unsqueeze(1).expand_as(scores)",
+                "lengths = mask.sum(dim=1, keepdim=True)  # (B, 1)\n"
+                "    real = (torch.arange(mask.shape[1], device=mask.device) < lengths).unsqueeze(1).expand_as(scores)",
+            )
+        ],
+        {T1},
+    ),
+    # tanh around the score, not inside it: tanh(w_mᵀ (W_k h_i + b))
+    "tanh_after_w": Bug(
+        WEIGHTS,
+        [
+            (LINEAR, "torch.nn.functional.linear(states, key_weight, bias)"),
+            ('torch.einsum("ma,bsa->bms", w, features)', 'torch.tanh(torch.einsum("ma,bsa->bms", w, features))'),
+        ],
+        {T1},
+    ),
+    # I read as a matrix of ones
+    "ones_instead_of_identity": Bug(PENALTY, [("(overlap - identity)", "(overlap - 1)")], {T4}),
+    # The delegating answer: the setup cell's oracle, one AttentionPooling per head. Its weights are right, but the
+    # parameters are copied in under torch.no_grad: no gradient reaches key_weight, bias or w.
+    "heads_through_the_tests_oracle": Bug(
+        WEIGHTS,
+        [
+            (
+                "features = torch.tanh(",
+                "return torch.stack([one_head_pooling(key_weight, bias, w[m])(states, mask)[1] "
+                "for m in range(w.shape[0])], dim=1)\n    features = torch.tanh(",
+            )
+        ],
+        {T2},
+    ),
 }
 
 VARIANTS = {
@@ -143,6 +183,26 @@ VARIANTS = {
         "    p = p / torch.where(total > 0, total, torch.ones_like(total))  # a sequence with nothing real stays 0\n"
         "    return p.transpose(1, 2)\n",
     ),
+    # Added in review: chapter 7's AttentionPooling itself, one head at a time, with the given tensors as its
+    # parameters (torch.func.functional_call keeps them in the graph): reuse the text allows, full marks.
+    "weights_by_attention_pooling_per_head": Variant(
+        WEIGHTS,
+        "from seqlab.pooling import AttentionPooling\n\n\n"
+        "def pooling_weights(states, mask, key_weight, bias, w):\n"
+        "    A, Dk = key_weight.shape\n"
+        "    pooling = AttentionPooling(input_size=Dk, query_size=A).to(device=states.device, dtype=states.dtype)\n"
+        "    heads = []\n"
+        "    for m in range(w.shape[0]):\n"
+        "        params = {\n"
+        '            "query": torch.zeros_like(pooling.query),\n'
+        '            "attention.scorer.key_proj.weight": key_weight,\n'
+        '            "attention.scorer.query_proj.weight": torch.zeros_like(pooling.attention.scorer.query_proj.weight),\n'
+        '            "attention.scorer.query_proj.bias": bias,  # W_q q + b = b\n'
+        '            "attention.scorer.v.weight": w[m : m + 1],\n'
+        "        }\n"
+        "        heads.append(torch.func.functional_call(pooling, params, (states, mask))[1])  # (B, S)\n"
+        "    return torch.stack(heads, dim=1)\n",
+    ),
     # Task 2: einsum, a loop over the heads, broadcasting.
     "embedding_by_einsum": Variant(
         EMBEDDING,
@@ -187,6 +247,16 @@ VARIANTS = {
         "    gram = torch.matmul(real, real.transpose(-1, -2))  # (n, M, M)\n"
         "    p = gram.pow(2).sum((-1, -2)) - 2 * real.pow(2).sum((-1, -2)) + real.shape[1]  # ||G||² - 2 tr G + M\n"
         "    return p.mean()\n",
+    ),
+    # Added in review: every sequence's penalty, the empty ones zeroed by torch.where, the count as an integer.
+    "penalty_by_where": Variant(
+        PENALTY,
+        "def redundancy_penalty(weights, mask):\n"
+        '    gram = torch.einsum("bms,bns->bmn", weights, weights)  # (B, M, M)\n'
+        "    off = gram - torch.eye(weights.shape[1], dtype=weights.dtype, device=weights.device)\n"
+        "    p = off.flatten(start_dim=1).pow(2).sum(dim=1)  # (B,)\n"
+        "    counted = mask.any(dim=1)\n"
+        "    return torch.where(counted, p, torch.zeros_like(p)).sum() / counted.sum().clamp(min=1)\n",
     ),
     "penalty_by_matrix_norm": Variant(
         PENALTY,
