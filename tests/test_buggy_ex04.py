@@ -23,13 +23,15 @@
 | all rows stopped at the first eos | ``ended.any()`` instead of ``ended.all()`` | greedy without and with location |
 | ended rows not padded | a row goes on writing tokens after its eos | greedy without and with location |
 | decoding starts from padding | ``PAD_ID`` instead of ``BOS_ID`` as y_0 | greedy without and with location |
-| bias added twice | ``query_proj(query) + query_proj.bias``: b counted again on top of the layer's own | scores by hand |
-| eos column dropped | the stopping check before the column is stored: the last step's ``<eos>`` is lost | greedy without and with location |
+| bias added twice | ``query_proj(query) + query_proj.bias``: b counted twice | scores by hand |
+| eos column dropped | stop checked before the column is stored: the last ``<eos>`` lost | greedy (both) |
 | tokens length first | ``torch.stack(columns)``: (T', B), one row per step | greedy without and with location |
 
 Correct variants added in review: the step through ``AttentionDecoder.step`` with the location term folded into
 the prepared keys (chapter 4's scorer reading the features as extra key features, the reuse the text allows;
-the features are still the student's ``location_features``), and features by a matrix of shifts (einsum).
+the features are still the student's ``location_features``), features by a matrix of shifts (einsum), and greedy
+decoding through ``seqlab.decoding.greedy_search`` with (s, alpha) as its state (the loop is chapter 3's: with
+that reuse, which the text allows, the student's own part is alpha_0 and carrying alpha; task 4 keeps its 6 points).
 """
 
 from buggy_answers import Bug, Variant, answer_tests, graded_fixture, grader_agreement_test
@@ -163,8 +165,10 @@ BUGS = {
         GREEDY,
         [
             (
-                "        columns.append(prev)\n        ended = ended | (prev == EOS_ID)\n        if ended.all():\n            break\n",
-                "        ended = ended | (prev == EOS_ID)\n        if ended.all():\n            break\n        columns.append(prev)\n",
+                "        columns.append(prev)\n        ended = ended | (prev == EOS_ID)\n"
+                "        if ended.all():\n            break\n",
+                "        ended = ended | (prev == EOS_ID)\n        if ended.all():\n"
+                "            break\n        columns.append(prev)\n",
             )
         ],
         GREEDY_TESTS,
@@ -343,6 +347,31 @@ VARIANTS = {
     if bool(has_eos.all()):
         last = int(is_eos.argmax(dim=1).max()) + 1
         tokens = tokens[:, :last]
+    return tokens
+""",
+    ),
+    "greedy_through_seqlabs_greedy_search": Variant(
+        GREEDY,
+        """from seqlab.decoding import greedy_search
+
+
+class _CarriesTheWeights:
+    # seqlab's decoding protocol: decode_step(prev_tokens, state) -> (log_probs, state); the state is (s, alpha)
+    def __init__(self, decoder, filters, W_loc, memory, mask):
+        self.decoder, self.filters, self.W_loc, self.memory, self.mask = decoder, filters, W_loc, memory, mask
+
+    def decode_step(self, prev_tokens, state):
+        s, alpha = state
+        log_probs, s, alpha = location_aware_step(
+            self.decoder, self.filters, self.W_loc, prev_tokens, s, alpha, self.memory, self.mask
+        )
+        return log_probs, (s, alpha)
+
+
+def location_aware_greedy(model, filters, W_loc, src, src_lengths, max_len):
+    memory, mask, s_0 = model.encode(src, src_lengths)
+    stepper = _CarriesTheWeights(model.decoder, filters, W_loc, memory, mask)
+    tokens, _ = greedy_search(stepper, (s_0, memory.new_zeros(mask.shape)), src.shape[0], max_len, src.device)
     return tokens
 """,
     ),

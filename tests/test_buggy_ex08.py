@@ -24,8 +24,8 @@
 | first head kept | each group keeps its first head (the paper's other conversion) | mean pool |
 | values not pooled | W_V left with M heads | mean pool |
 | biases not pooled | in_proj_bias returned as it is | mean pool |
-| the ceiling counted from 0 | ``share_kv_heads`` picks ceil(i G / M) for the 0-based entry i (m' = ceil(m G / M) is 1-based) | share_kv_heads |
-| key and value projections swapped | ``w_q, w_v, w_k = in_proj_weight.split(...)`` (and the biases) | layer vs torch, gradients |
+| the ceiling counted from 0 | ``share_kv_heads`` picks ceil(i G / M) for the 0-based entry i | share_kv_heads |
+| key and value projections swapped | ``w_q, w_v, w_k = ...split(...)``, the biases too | layer vs torch, gradients |
 | head size from the key/value heads | ``d = E // num_kv_heads`` | layer vs torch, gradients |
 
 Every bug is caught by a visible test of its own task first; its message starts with the function's name.
@@ -127,7 +127,12 @@ BUGS = {
     # Review (issue 24): three more a teaching assistant sees.
     "the_ceiling_counted_from_0": Bug(
         "share_kv_heads",
-        [("return kv.repeat_interleave(num_heads // G, dim=1)", "return kv[:, [math.ceil(i * G / num_heads) for i in range(num_heads)]]")],
+        [
+            (
+                "return kv.repeat_interleave(num_heads // G, dim=1)",
+                "return kv[:, [math.ceil(i * G / num_heads) for i in range(num_heads)]]",
+            )
+        ],
         SHARE,
     ),
     "key_and_value_projections_swapped": Bug(
@@ -138,7 +143,9 @@ BUGS = {
         ],
         LAYER,
     ),
-    "head_size_from_the_kv_heads": Bug("grouped_query_attention", [("d = query.shape[-1] // M", "d = query.shape[-1] // G")], LAYER),
+    "head_size_from_the_kv_heads": Bug(
+        "grouped_query_attention", [("d = query.shape[-1] // M", "d = query.shape[-1] // G")], LAYER
+    ),
 }
 
 VARIANTS = {
