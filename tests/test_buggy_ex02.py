@@ -6,24 +6,33 @@
 | reversed as if right-padded | chapter 2's rule: the first ``lengths[b]`` steps reversed | reverse |
 | input changed in place | the reversed steps copied into ``x`` itself, which is returned | reverse |
 | offset forgotten | index ``i`` takes step ``S - 1 - i``, not counted from the row's first real index | reverse |
+| padding reversed too | each row flipped whole, then rolled right by its padding: padding reversed | reverse |
+| padding zeroed | a zero tensor with each row's real steps copied in reversed: the padding's values lost | reverse |
 | forward reads the padding | the forward layer runs over the left-padded rows as they are | layer's three |
 | backward final after the padding | the backward layer reads the row flipped, padding last; h_n kept | layer's three |
 | backward not flipped back | the backward outputs left in reading order | layer's three |
+| backward reads reversal | the backward layer reads ``reverse_left_padded(x)``, padding first | layer's three |
+| outputs placed right-padded | the states written at indices ``0 .. lengths[b] - 1`` | layer's three |
+| torch's layer as is | chapter 2 §2.3's packed bidirectional layer on the left-padded batch as it is | layer's three |
 | directions swapped | outputs are ``[backward; forward]`` | layer's three |
 | final from the last index | both final states read from ``outputs[:, -1]``, chapter 2 §2.4's trap | layer's three |
 | backward final at index 0 | chapter 2's index of the backward final state, padding here | layer's three |
 | LSTM memory dropped | an LSTM's ``final`` is ``h_n`` alone, not ``(h_n, c_n)`` | lstm/rnn |
+| LSTM final by direction | ``final`` is (forward (h, c), backward (h, c)), not (h_n, c_n) | lstm/rnn, gradients |
 | zeros of the default dtype | ``outputs`` and ``final`` start as float32 zeros whatever ``x``'s dtype | lstm/rnn |
 | inputs detached | the layers read ``x`` detached: no gradient reaches it | gradients |
 | every layer reads the embeddings | layer ``l > 1`` gets ``embedded``, not the outputs below | layers |
 | final direction-major | all forward states, then all backward ones | layers |
 | top layer's final only | ``final`` holds the last layer's two states | layers |
 | LSTM pair concatenated | an LSTM stack's ``final`` is ``torch.cat([h_n, c_n])`` | layers |
+| final stacked | the layers' finals stacked, (L, 2, B, H), not concatenated into (2L, B, H) | layers |
 
 Every bug is caught by a visible test of its own task first; its message starts with the function's name.
-The correct variants: task 1 as a loop, with advanced indexing, and as a one-hot permutation product; task 2
-with packed sequences, as a loop over the rows, and as a loop over steps that keeps the state on the padding;
-task 3 with per-direction lists, recursively, and into a preallocated tensor.
+The correct variants: task 1 as a loop, with advanced indexing, as a one-hot permutation product, and as flip,
+roll and the padding put back; task 2 with packed sequences, as a loop over the rows, as a loop over steps that
+keeps the state on the padding, and through one torch bidirectional layer that borrows the two layers' weights
+(torch.func.functional_call); task 3 with per-direction lists, recursively, into a preallocated tensor, and
+stacked then reshaped, and through torch's own L-layer bidirectional layer with the pairs' weights.
 """
 
 from buggy_answers import Bug, Variant, answer_tests, graded_fixture, grader_agreement_test
@@ -32,6 +41,7 @@ EXERCISE = "ex02_bidirectional_encoder"
 REVERSE = {"test_reverse_left_padded"}
 LAYER = {"test_layer_halves", "test_layer_lstm_rnn", "test_layer_padding_gradients"}
 LAYERS = {"test_encode_left_layers"}
+GATHER = "return x.gather(1, source.unsqueeze(2).expand_as(x))"
 SOURCE = "source = torch.where(positions >= first, first + S - 1 - positions, positions)  # (B, S)"
 FORWARD = "forward_states, forward_final = forward_rnn(real)  # (G, n, H), read x_1 .. x_n"
 BACKWARD = "backward_reversed, backward_final = backward_rnn(real.flip(1))  # (G, n, H), read x_n .. x_1"
@@ -67,6 +77,25 @@ BUGS = {
         REVERSE,
     ),
     "offset_forgotten": Bug("reverse_left_padded", [("first + S - 1 - positions", "S - 1 - positions")], REVERSE),
+    # Passed every visible test while the visible padding held one value: now each padded index holds its own.
+    "padding_reversed_too": Bug(
+        "reverse_left_padded",
+        [(GATHER, "return torch.stack([row.flip(0).roll(S - n, 0) for row, n in zip(x, lengths.tolist())])")],
+        REVERSE,
+    ),
+    "padding_zeroed": Bug(
+        "reverse_left_padded",
+        [
+            (
+                GATHER,
+                "out = torch.zeros_like(x)\n"
+                "    for b, n in enumerate(lengths.tolist()):\n"
+                "        out[b, S - n :] = x[b, S - n :].flip(0)\n"
+                "    return out",
+            )
+        ],
+        REVERSE,
+    ),
     "forward_reads_the_padding": Bug(
         "bidirectional_layer_left",
         [
@@ -92,6 +121,44 @@ BUGS = {
     "backward_not_flipped_back": Bug(
         "bidirectional_layer_left", [(CONCAT, "torch.cat([forward_states, backward_reversed], dim=2)")], LAYER
     ),
+    "backward_reads_task_1s_reversal": Bug(
+        "bidirectional_layer_left",
+        [
+            (
+                BACKWARD,
+                "backward_reversed, backward_final = backward_rnn(reverse_left_padded(x[rows], lengths[rows]))\n"
+                "        backward_reversed = backward_reversed[:, S - n :]",
+            )
+        ],
+        LAYER,
+    ),
+    # The delegating answer: chapter 2 §2.3's packed bidirectional layer (the pair's weights borrowed, so that
+    # gradients reach them), given the left-padded batch as it is: it reads the padding and places the states last.
+    "torch_layer_as_is": Bug(
+        "bidirectional_layer_left",
+        [
+            (
+                "B, S = x.shape[0], x.shape[1]",
+                """from torch.func import functional_call
+    from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+    options = {"batch_first": True, "bidirectional": True, "bias": forward_rnn.bias}
+    if isinstance(forward_rnn, torch.nn.RNN):
+        options["nonlinearity"] = forward_rnn.nonlinearity
+    both = type(forward_rnn)(forward_rnn.input_size, forward_rnn.hidden_size, **options).to(x.device, x.dtype)
+    weights = dict(forward_rnn.named_parameters())
+    weights |= {name + "_reverse": p for name, p in backward_rnn.named_parameters()}
+    packed = pack_padded_sequence(x, lengths.cpu(), batch_first=True, enforce_sorted=False)
+    out, final = functional_call(both, weights, (packed,))
+    out, _ = pad_packed_sequence(out, batch_first=True, total_length=x.shape[1])
+    return out, final""",
+            )
+        ],
+        LAYER,
+    ),
+    "outputs_placed_right_padded": Bug(
+        "bidirectional_layer_left", [("outputs[rows, S - n :] = torch.cat", "outputs[rows, :n] = torch.cat")], LAYER
+    ),
     "directions_swapped": Bug(
         "bidirectional_layer_left", [(CONCAT, "torch.cat([backward_reversed.flip(1), forward_states], dim=2)")], LAYER
     ),
@@ -107,6 +174,17 @@ BUGS = {
     ),
     "lstm_memory_dropped": Bug(
         "bidirectional_layer_left", [(RETURN, "return outputs, finals[0]")], {"test_layer_lstm_rnn"}
+    ),
+    "lstm_final_by_direction": Bug(
+        "bidirectional_layer_left",
+        [
+            (
+                RETURN,
+                "by_direction = [torch.stack([part[d] for part in finals]) for d in range(2)]  # (h, c) of each\n"
+                "    return outputs, (tuple(by_direction) if len(finals) == 2 else finals[0])",
+            )
+        ],
+        {"test_layer_lstm_rnn", "test_layer_padding_gradients"},
     ),
     "zeros_of_the_default_dtype": Bug(
         "bidirectional_layer_left",
@@ -149,6 +227,11 @@ BUGS = {
         ],
         LAYERS,
     ),
+    "final_stacked": Bug(
+        "bidirectional_encode_left",
+        [(STACKED, "stacked = tuple(torch.stack(parts) for parts in zip(*finals))")],
+        LAYERS,
+    ),
 }
 
 VARIANTS = {
@@ -183,6 +266,17 @@ VARIANTS = {
     source = torch.where(real, 2 * S - n - 1 - i, i)
     permutation = torch.nn.functional.one_hot(source, S).to(x.dtype)  # (B, S, S)
     return permutation @ x
+""",
+    ),
+    "reverse_by_flip_roll_and_padding_put_back": Variant(
+        "reverse_left_padded",
+        """def reverse_left_padded(x, lengths):
+    width = x.shape[1]
+    rows = []
+    for row, n in zip(x, lengths.tolist()):
+        turned = row.flip(0).roll(width - n, 0)  # real steps reversed at the end; the padding's order reversed
+        rows.append(torch.cat([row[: width - n], turned[width - n :]]))  # so the padding comes from the row itself
+    return torch.stack(rows)
 """,
     ),
     "layer_with_packed_sequences": Variant(
@@ -267,6 +361,27 @@ def bidirectional_layer_left(x, lengths, forward_rnn, backward_rnn):
     return outputs, torch.cat([f_state, b_state])
 ''',
     ),
+    "layer_through_one_bidirectional_torch_layer": Variant(
+        "bidirectional_layer_left",
+        """from torch.func import functional_call
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+
+def bidirectional_layer_left(x, lengths, forward_rnn, backward_rnn):
+    width = x.shape[1]
+    options = {"batch_first": True, "bidirectional": True, "bias": forward_rnn.bias}
+    if isinstance(forward_rnn, torch.nn.RNN):
+        options["nonlinearity"] = forward_rnn.nonlinearity
+    both = type(forward_rnn)(forward_rnn.input_size, forward_rnn.hidden_size, **options).to(x.device, x.dtype)
+    weights = dict(forward_rnn.named_parameters())  # *_l0: the forward direction
+    weights |= {name + "_reverse": p for name, p in backward_rnn.named_parameters()}
+    right = reverse_left_padded(x, lengths).flip(1)  # x_1 .. x_S first, the padding after
+    packed = pack_padded_sequence(right, lengths.cpu(), batch_first=True, enforce_sorted=False)
+    out, final = functional_call(both, weights, (packed,))
+    out, _ = pad_packed_sequence(out, batch_first=True, total_length=width)  # zeros after each row
+    return reverse_left_padded(out.flip(1), lengths), final
+""",
+    ),
     "stack_with_lists_per_direction": Variant(
         "bidirectional_encode_left",
         """def bidirectional_encode_left(embedded, lengths, layers):
@@ -314,6 +429,45 @@ def bidirectional_layer_left(x, lengths, forward_rnn, backward_rnn):
         else:
             h_n[2 * l : 2 * l + 2] = final
     return out, ((h_n, c_n) if lstm else h_n)
+""",
+    ),
+    # torch's own L-layer bidirectional layer on the batch moved to the right (task 1 twice), the pairs' weights
+    # borrowed: allowed reuse (the text says any piece of torch may serve); what it needs is the left padding.
+    "stack_through_torch_num_layers": Variant(
+        "bidirectional_encode_left",
+        """from torch.func import functional_call
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+
+def bidirectional_encode_left(embedded, lengths, layers):
+    first = layers[0][0]
+    options = {"batch_first": True, "bidirectional": True, "bias": first.bias, "num_layers": len(layers)}
+    if isinstance(first, torch.nn.RNN):
+        options["nonlinearity"] = first.nonlinearity
+    stack = type(first)(first.input_size, first.hidden_size, **options).to(embedded.device, embedded.dtype)
+    weights = {}
+    for k, (forward_rnn, backward_rnn) in enumerate(layers):
+        weights |= {name.replace("_l0", f"_l{k}"): p for name, p in forward_rnn.named_parameters()}
+        weights |= {name.replace("_l0", f"_l{k}_reverse"): p for name, p in backward_rnn.named_parameters()}
+    width = embedded.shape[1]
+    right = reverse_left_padded(embedded, lengths).flip(1)  # x_1 .. x_S first, the padding after
+    packed = pack_padded_sequence(right, lengths.cpu(), batch_first=True, enforce_sorted=False)
+    out, final = functional_call(stack, weights, (packed,))
+    out, _ = pad_packed_sequence(out, batch_first=True, total_length=width)
+    return reverse_left_padded(out.flip(1), lengths), final
+""",
+    ),
+    "stack_then_reshape": Variant(
+        "bidirectional_encode_left",
+        """def bidirectional_encode_left(embedded, lengths, layers):
+    finals = []
+    for forward_rnn, backward_rnn in layers:
+        embedded, final = bidirectional_layer_left(embedded, lengths, forward_rnn, backward_rnn)
+        finals.append(final if isinstance(final, tuple) else (final,))
+    B, H = embedded.shape[0], layers[0][0].hidden_size
+    # (L, 2, B, H) per kind of state, read layer by layer: index 2 * l + d
+    states = [torch.stack(kind).reshape(2 * len(layers), B, H) for kind in zip(*finals)]
+    return embedded, (tuple(states) if len(states) == 2 else states[0])
 """,
     ),
 }
