@@ -11,17 +11,16 @@
 3. Every page links to the same page in the book's other editions (English, 简体中文, 繁體中文: tools/book_editions.py):
    English is built into _build/html, each Chinese edition into _build/html/<language>.
 4. Figures glued into a translated paragraph ({glue:text} in a Chinese edition): Sphinx parses each translated
-   paragraph as a small document of its own, where myst-nb finds no glue data; the page's own is used.
+   paragraph as a small document of its own, where myst-nb finds no glue data; the page's own is read instead.
 5. The sidebar's captions in the reader's language: sphinx-external-toc adds the table of contents after Sphinx
    has translated the page, so its captions ("Chapters and their exercises") are translated here.
 """
 
 import dataclasses
+from pathlib import Path
 
 import sphinxcontrib.bibtex.plugin
-from myst_nb.ext.glue import directives as glue_directives
-from myst_nb.ext.glue import roles as glue_roles
-from myst_nb.ext.glue.utils import RetrievalError, retrieve_glue_data
+from myst_nb.ext.glue.roles import PasteTextRole
 from sphinx import addnodes
 from sphinx.locale import init as init_locale
 from sphinx.transforms import SphinxTransform
@@ -89,30 +88,21 @@ def edition_links(app, pagename, _templatename, context, doctree):
     context["body"] = nav + context["body"]
 
 
-PAGE_RENDERER = "seqlab_page_nb_renderer"  # env.temp_data key: the notebook renderer of the page being read
+def glue_from_the_page(role_class):
+    """``role_class.run``, reading a {glue:text} key inside a translated paragraph as ``<its page>::key``: Sphinx
+    parses each translated paragraph as a document of its own, which has no glue data of its own; myst-nb's
+    reference to another page's glue finds the page's (the role splits a format off at the last colon, so a
+    key without one gets ``:s``, the default)."""
+    run = role_class.run
 
+    def run_on_the_page(self):
+        if str(getattr(self.document, "current_source", "")).endswith("<translated>") and "::" not in self.text:
+            env = self.document.settings.env
+            page = Path(env.doc2path(env.docname)).name
+            self.text = f"{page}::{self.text}" + ("" if ":" in self.text else ":s")
+        return run(self)
 
-class RememberThePagesGlueData(SphinxTransform):
-    """Before Sphinx translates the page's paragraphs (sphinx.transforms.i18n.Locale, priority 20), keep the
-    page's notebook renderer, which holds its glue data, where a translated paragraph's parse can find it."""
-
-    default_priority = 19
-
-    def apply(self, **_kwargs):
-        if "nb_renderer" in self.document and "<translated>" not in str(self.document.get("source", "")):
-            self.env.temp_data[PAGE_RENDERER] = self.document["nb_renderer"]
-
-
-def retrieve_glue_data_of_the_page(document, key):
-    """myst-nb's retrieve_glue_data, falling back to the page's glue data inside a translated paragraph."""
-    try:
-        return retrieve_glue_data(document, key)
-    except RetrievalError:
-        env = getattr(document.settings, "env", None)
-        renderer = env.temp_data.get(PAGE_RENDERER) if env is not None else None
-        if renderer is None:
-            raise
-        return retrieve_glue_data({"nb_renderer": renderer}, key)
+    role_class.run = run_on_the_page
 
 
 class TranslateTocCaptions(SphinxTransform):
@@ -135,9 +125,7 @@ class TranslateTocCaptions(SphinxTransform):
 
 def setup(app):
     app.add_transform(TranslateTocCaptions)
-    app.add_transform(RememberThePagesGlueData)
-    glue_roles.retrieve_glue_data = retrieve_glue_data_of_the_page
-    glue_directives.retrieve_glue_data = retrieve_glue_data_of_the_page
+    glue_from_the_page(PasteTextRole)
     app.connect("html-page-context", one_copy_of_each_script)
     app.connect("html-page-context", edition_links)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
