@@ -28,7 +28,7 @@ the single-layer step alone was chapter 1 §1.5's last cell, unbatched, so the t
 | final_h_gathered_at_length_minus_one | ``h_n = outputs[b, L_b - 1]``: a row of length 0 gets the last column | 3 |
 | torch_reset_placement | ``r * (W_hn h + b_hn)``, torch's placement, not Cho et al.'s | 5 |
 | every_layer_reads_x | every layer reads x_t (raises when I != H) | 5, 6 |
-| layer_above_reads_the_old_state_below | layer k > 1 reads h[k - 1], the layer below's h_{t-1}, not its new h_t | 5, 6 |
+| layer_above_reads_the_old_state_below | layer k > 1 reads h[k-1], the layer below's h_{t-1}, not its new h_t | 5, 6 |
 | returns_only_the_top_layer | returns the top layer's (B, H) state, not (L, B, H) | 5, 6 |
 | reset_on_b_hn_too | ``W_hn (r * h) + r * b_hn`` | 5 |
 | b_hn_dropped | ``W_hn (r * h)`` with no ``b_hn`` | 5 |

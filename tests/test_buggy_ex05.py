@@ -10,8 +10,8 @@ earlier task's function, so no test cell needs an earlier task's reference.
 | low-rank: key factor read as a Linear weight | ``keys @ W_K.T`` for W_K^T k | low-rank |
 | low-rank: scores transposed | (B, S, T): every key against every query | low-rank |
 | low-rank: no check on d | no ValueError when the factors' d differ | low-rank |
-| low-rank: W formed | ``queries @ (W_Q @ W_K.T) @ keys^T``: right scores, the (Dq, Dk) matrix the rank saves | low-rank |
-| low-rank: delegated to BilinearScorer | ``BilinearScorer`` with ``weight = W_Q @ W_K.T``: the chapter's scorer, W formed | low-rank |
+| low-rank: W formed | ``queries @ (W_Q @ W_K.T) @ keys^T``: right scores, the (Dq, Dk) W the rank saves | low-rank |
+| low-rank: delegated to BilinearScorer | the chapter's scorer with ``weight = W_Q @ W_K.T``: W formed | low-rank |
 | ALiBi: positions aligned at the end | query t at position t + S - T (a key-value cache's alignment) | alibi, causal |
 | ALiBi: penalty added | ``+ slope * abs(t - i)`` | alibi, causal |
 | ALiBi: penalty scaled too | ``(q . k - slope * abs(t - i)) / sqrt(d)`` | alibi, causal |
@@ -191,7 +191,12 @@ BUGS = {
         "key_strength_scores",
         [
             (STRENGTH, "pass"),
-            (COSINES, COSINES + "\n    strength = torch.nn.functional.softplus((queries / query_lengths).squeeze(-1) @ w_kappa + b_kappa)"),
+            (
+                COSINES,
+                COSINES
+                + "\n    strength = torch.nn.functional.softplus("
+                "(queries / query_lengths).squeeze(-1) @ w_kappa + b_kappa)",
+            ),
         ],
         KEY_STRENGTH,
     ),

@@ -34,7 +34,7 @@
 | mean per summary | each example's mean, then the batch's | coverage (both) |
 | mean of the steps' means | each step's mean over its real rows, then the mean over T | coverage (both) |
 | no real step gives NaN | 0 / 0 without the clamp of N | coverage by hand |
-| coverage of attention through seqlab | chapter 6's coverage of alpha_t (masked_softmax, mean_overlap): no sentinel | coverage by hand |
+| coverage of attention through seqlab | chapter 6's masked_softmax and mean_overlap: no sentinel | coverage by hand |
 | sentinel counted as a position | the sentinel's column kept in the shares and their coverage | coverage (both) |
 | exp without the max | exp(e) / sum exp(e): overflow at +100 | coverage padding |
 

@@ -10,9 +10,9 @@ real position). Test cells: 1 ``test_weights_per_head``, 2 ``test_weights_paddin
 | softmax_over_the_heads | ``softmax(dim=1)``: over the heads, not the positions | 1, 2 |
 | padding_attended | no mask: neither filled before the softmax nor zeroed after it | 1, 2 |
 | weights_not_summing_to_one | a softmax over every position, the padding zeroed afterwards | 1, 2 |
-| nan_gradient_for_an_empty_sequence | -inf added at padding, the NaN of a sequence with nothing real replaced by 0 after the softmax (``nan_to_num``): right forward, NaN in the gradient | 2 |
+| nan_gradient_for_an_empty_sequence | -inf at padding, then ``nan_to_num``: right weights, NaN gradient | 2 |
 | nan_weights_for_an_empty_sequence | -inf at padding, no guard at all | 2 |
-| finite_filler_not_zeroed | the dtype's most negative number at padding, nothing zeroed after: an empty sequence gets 1/S everywhere | 2 |
+| finite_filler_not_zeroed | ``finfo.min`` at padding, not zeroed after: an empty sequence gets 1/S everywhere | 2 |
 | bias_dropped | ``tanh(W_k h_i)``, no b | 1 |
 | tanh_dropped | ``w_mᵀ (W_k h_i + b)`` | 1 |
 | first_head_for_every_head | every head scores with w_1 | 1 |
@@ -30,7 +30,7 @@ real position). Test cells: 1 ``test_weights_per_head``, 2 ``test_weights_paddin
 | mask_as_lengths (review) | the mask read as lengths, arange < mask.sum(): wrong for a mask with gaps | 1 |
 | tanh_after_w (review) | ``tanh(w_mᵀ (W_k h_i + b))``: the tanh around the score | 1 |
 | ones_instead_of_identity (review) | ``α αᵀ - 1``: I read as a matrix of ones | 4 |
-| heads_through_the_tests_oracle (review) | the setup cell's ``one_head_pooling`` per head, stacked: right weights, no gradient to the parameters | 2 |
+| heads_through_the_tests_oracle (review) | the setup's ``one_head_pooling`` per head: no parameter gradient | 2 |
 """
 
 from buggy_answers import Bug, Variant, answer_tests, graded_fixture, grader_agreement_test
@@ -47,12 +47,17 @@ LINEAR = "torch.tanh(torch.nn.functional.linear(states, key_weight, bias))"
 STACK = "return per_head.flatten(start_dim=1), weights"
 MEAN = "per_sequence[counted].mean()"
 BUGS = {
-    "softmax_over_the_heads": Bug(WEIGHTS, [("torch.softmax(closed, dim=-1)", "torch.softmax(closed, dim=1)")], {T1, T2}),
+    "softmax_over_the_heads": Bug(
+        WEIGHTS, [("torch.softmax(closed, dim=-1)", "torch.softmax(closed, dim=1)")], {T1, T2}
+    ),
     "padding_attended": Bug(WEIGHTS, [(FILLS, ""), (ZEROED, "torch.softmax(closed, dim=-1)")], {T1, T2}),
     "weights_not_summing_to_one": Bug(WEIGHTS, [(FILLS, "")], {T1, T2}),
     "nan_gradient_for_an_empty_sequence": Bug(
         WEIGHTS,
-        [(FILLS, ' + torch.zeros_like(scores).masked_fill(~real, float("-inf"))'), (ZEROED, "torch.softmax(closed, dim=-1).nan_to_num(0.0)")],
+        [
+            (FILLS, ' + torch.zeros_like(scores).masked_fill(~real, float("-inf"))'),
+            (ZEROED, "torch.softmax(closed, dim=-1).nan_to_num(0.0)"),
+        ],
         {T2},
     ),
     "nan_weights_for_an_empty_sequence": Bug(WEIGHTS, [(GUARD, ""), (ZEROED, "torch.softmax(closed, dim=-1)")], {T2}),
@@ -196,7 +201,9 @@ VARIANTS = {
         "        params = {\n"
         '            "query": torch.zeros_like(pooling.query),\n'
         '            "attention.scorer.key_proj.weight": key_weight,\n'
-        '            "attention.scorer.query_proj.weight": torch.zeros_like(pooling.attention.scorer.query_proj.weight),\n'
+        '            "attention.scorer.query_proj.weight": torch.zeros_like(\n'
+        "                pooling.attention.scorer.query_proj.weight\n"
+        "            ),\n"
         '            "attention.scorer.query_proj.bias": bias,  # W_q q + b = b\n'
         '            "attention.scorer.v.weight": w[m : m + 1],\n'
         "        }\n"

@@ -3,8 +3,8 @@
 | bug | the edit | must fail |
 |---|---|---|
 | positions cut into heads | ``split_heads`` reshapes straight to (B, M, T, d) | split_heads |
-| split_heads checks too little | ``features < num_heads`` instead of divisibility: torch's reshape error, no ValueError | split_heads |
-| key/value heads tiled | ``share_kv_heads`` repeats the G heads as a block: query head m gets head m mod G | share_kv_heads |
+| split_heads checks too little | ``features < num_heads``, not ``%``: reshape's error, no ValueError | split_heads |
+| key/value heads tiled | ``share_kv_heads`` tiles the G heads: query head m gets head m mod G | share_kv_heads |
 | share_kv_heads checks too little | ``G > num_heads`` instead of divisibility: G = 3, M = 4 passes | share_kv_heads |
 | scaled by d | ``grouped_attention`` divides the scores by d, not sqrt(d) | by hand |
 | softmax over the queries | ``softmax(dim=-2)`` | by hand, masks |
@@ -13,7 +13,7 @@
 | empty rows uniform | the softmax is not zeroed afterwards: a query with no key spreads 1/S over the keys | masks |
 | per-query mask read as padding | a (B, T, S) mask gets the (B, S) mask's new axes | masks |
 | key/value heads tiled in the attention | ``grouped_attention`` repeats k and v itself, as a block | by hand, masks |
-| stacked weights cut in three | ``in_proj_weight.chunk(3)``, as multi-head attention's (3E, E) | layer vs torch, gradients |
+| stacked weights cut in three | ``in_proj_weight.chunk(3)``, as multi-head's (3E, E) | layer vs torch, gradients |
 | keys split into M heads | the G*d key and value features split with num_heads | layer vs torch, gradients |
 | heads merged without transpose | (B, M, T, d) reshaped straight to (B, T, M*d) | layer vs torch, gradients |
 | output projection not transposed | ``@ out_proj_weight`` | layer vs torch, gradients |
@@ -69,22 +69,33 @@ BUGS = {
     "scaled_by_d": Bug("grouped_attention", [("/ math.sqrt(d)", "/ d")], BY_HAND),
     "softmax_over_the_queries": Bug(
         "grouped_attention",
-        [(SOFTMAX, "scores.softmax(dim=-2)"), (ZEROED, "weights = torch.where(allowed, torch.softmax(scores, dim=-2), 0.0)")],
+        [
+            (SOFTMAX, "scores.softmax(dim=-2)"),
+            (ZEROED, "weights = torch.where(allowed, torch.softmax(scores, dim=-2), 0.0)"),
+        ],
         BY_HAND | MASKS,
     ),
     "mask_inverted": Bug(
         "grouped_attention",
-        [("torch.where(allowed, scores,", "torch.where(~allowed, scores,"), (ZEROED, ZEROED.replace("(allowed,", "(~allowed,"))],
+        [
+            ("torch.where(allowed, scores,", "torch.where(~allowed, scores,"),
+            (ZEROED, ZEROED.replace("(allowed,", "(~allowed,")),
+        ],
         MASKS,
     ),
     "no_guard": Bug(
         "grouped_attention",
-        [("torch.where(anything, -math.inf, 0.0)", "-math.inf"), (ZEROED, "weights = torch.softmax(scores, dim=-1) * allowed")],
+        [
+            ("torch.where(anything, -math.inf, 0.0)", "-math.inf"),
+            (ZEROED, "weights = torch.softmax(scores, dim=-1) * allowed"),
+        ],
         MASKS,
     ),
     "empty_rows_uniform": Bug("grouped_attention", [(ZEROED, "weights = torch.softmax(scores, dim=-1)")], MASKS),
     "per_query_mask_read_as_padding": Bug(
-        "grouped_attention", [("mask[:, None, None, :] if mask.dim() == 2 else mask[:, None]", "mask[:, None, None, :]")], MASKS
+        "grouped_attention",
+        [("mask[:, None, None, :] if mask.dim() == 2 else mask[:, None]", "mask[:, None, None, :]")],
+        MASKS,
     ),
     "kv_heads_tiled_in_the_attention": Bug(
         "grouped_attention",
@@ -106,24 +117,44 @@ BUGS = {
     ),
     "keys_split_into_M_heads": Bug(
         "grouped_query_attention",
-        [("split_heads(key @ w_k.T + b_k, G)", "split_heads(key @ w_k.T + b_k, M)"), ("split_heads(value @ w_v.T + b_v, G)", "split_heads(value @ w_v.T + b_v, M)")],
+        [
+            ("split_heads(key @ w_k.T + b_k, G)", "split_heads(key @ w_k.T + b_k, M)"),
+            ("split_heads(value @ w_v.T + b_v, G)", "split_heads(value @ w_v.T + b_v, M)"),
+        ],
         LAYER,
     ),
     "heads_merged_without_transpose": Bug(
-        "grouped_query_attention", [("context.transpose(1, 2).flatten(2)", "context.reshape(query.shape[0], query.shape[1], -1)")], LAYER
+        "grouped_query_attention",
+        [("context.transpose(1, 2).flatten(2)", "context.reshape(query.shape[0], query.shape[1], -1)")],
+        LAYER,
     ),
-    "output_projection_not_transposed": Bug("grouped_query_attention", [("@ out_proj_weight.T", "@ out_proj_weight")], LAYER),
-    "mask_not_passed": Bug("grouped_query_attention", [("grouped_attention(q, k, v, mask)", "grouped_attention(q, k, v)")], LAYER),
+    "output_projection_not_transposed": Bug(
+        "grouped_query_attention", [("@ out_proj_weight.T", "@ out_proj_weight")], LAYER
+    ),
+    "mask_not_passed": Bug(
+        "grouped_query_attention", [("grouped_attention(q, k, v, mask)", "grouped_attention(q, k, v)")], LAYER
+    ),
     "query_bias_dropped": Bug(
-        "grouped_query_attention", [("torch.nn.functional.linear(query, w_q, b_q)", "torch.nn.functional.linear(query, w_q)")], LAYER
+        "grouped_query_attention",
+        [("torch.nn.functional.linear(query, w_q, b_q)", "torch.nn.functional.linear(query, w_q)")],
+        LAYER,
     ),
     "heads_pooled_across_groups": Bug(
-        "mean_pool_kv_heads", [("block.reshape(G, M // G, d, *block.shape[1:]).mean(dim=1)", "block.reshape(M // G, G, d, *block.shape[1:]).mean(dim=0)")], POOL
+        "mean_pool_kv_heads",
+        [
+            (
+                "block.reshape(G, M // G, d, *block.shape[1:]).mean(dim=1)",
+                "block.reshape(M // G, G, d, *block.shape[1:]).mean(dim=0)",
+            )
+        ],
+        POOL,
     ),
     "heads_summed": Bug("mean_pool_kv_heads", [(".mean(dim=1).flatten(0, 1)", ".sum(dim=1).flatten(0, 1)")], POOL),
     "first_head_kept": Bug("mean_pool_kv_heads", [(".mean(dim=1).flatten(0, 1)", "[:, 0].flatten(0, 1)")], POOL),
     "values_not_pooled": Bug("mean_pool_kv_heads", [("pooled(w_k), pooled(w_v)]", "pooled(w_k), w_v]")], POOL),
-    "biases_not_pooled": Bug("mean_pool_kv_heads", [("torch.cat([b_q, pooled(b_k), pooled(b_v)])", "in_proj_bias")], POOL),
+    "biases_not_pooled": Bug(
+        "mean_pool_kv_heads", [("torch.cat([b_q, pooled(b_k), pooled(b_v)])", "in_proj_bias")], POOL
+    ),
     # Review (issue 24): three more a teaching assistant sees.
     "the_ceiling_counted_from_0": Bug(
         "share_kv_heads",
@@ -292,21 +323,27 @@ def grouped_attention(q, k, v, mask=None):
         '''import torch.nn.functional as F
 
 
-def grouped_query_attention(query, key, value, in_proj_weight, in_proj_bias, out_proj_weight, out_proj_bias, num_heads, num_kv_heads, mask=None):
+def grouped_query_attention(
+    query, key, value, in_proj_weight, in_proj_bias, out_proj_weight, out_proj_bias, num_heads, num_kv_heads, mask=None
+):
     E = query.shape[-1]
     d = E // num_heads
     kv = num_kv_heads * d
     q = F.linear(query, in_proj_weight[:E], in_proj_bias[:E])
     k = F.linear(key, in_proj_weight[E : E + kv], in_proj_bias[E : E + kv])
     v = F.linear(value, in_proj_weight[E + kv :], in_proj_bias[E + kv :])
-    context, weights = grouped_attention(split_heads(q, num_heads), split_heads(k, num_kv_heads), split_heads(v, num_kv_heads), mask)
+    context, weights = grouped_attention(
+        split_heads(q, num_heads), split_heads(k, num_kv_heads), split_heads(v, num_kv_heads), mask
+    )
     merged = torch.cat(context.unbind(dim=1), dim=-1)  # [head 0; ...; head M-1]
     return F.linear(merged, out_proj_weight, out_proj_bias), weights
 ''',
     ),
     "layer_head_by_head": Variant(
         "grouped_query_attention",
-        '''def grouped_query_attention(query, key, value, in_proj_weight, in_proj_bias, out_proj_weight, out_proj_bias, num_heads, num_kv_heads, mask=None):
+        '''def grouped_query_attention(
+    query, key, value, in_proj_weight, in_proj_bias, out_proj_weight, out_proj_bias, num_heads, num_kv_heads, mask=None
+):
     M, G = num_heads, num_kv_heads
     d = query.shape[-1] // M
 
@@ -325,7 +362,9 @@ def grouped_query_attention(query, key, value, in_proj_weight, in_proj_bias, out
     ),
     "layer_with_copied_kv_weights": Variant(
         "grouped_query_attention",
-        '''def grouped_query_attention(query, key, value, in_proj_weight, in_proj_bias, out_proj_weight, out_proj_bias, num_heads, num_kv_heads, mask=None):
+        '''def grouped_query_attention(
+    query, key, value, in_proj_weight, in_proj_bias, out_proj_weight, out_proj_bias, num_heads, num_kv_heads, mask=None
+):
     B, T, E = query.shape
     M, G = num_heads, num_kv_heads
     d = E // M
@@ -343,7 +382,9 @@ def grouped_query_attention(query, key, value, in_proj_weight, in_proj_bias, out
     ),
     "layer_through_torchs_multi_head_attention_forward": Variant(
         "grouped_query_attention",
-        '''def grouped_query_attention(query, key, value, in_proj_weight, in_proj_bias, out_proj_weight, out_proj_bias, num_heads, num_kv_heads, mask=None):
+        '''def grouped_query_attention(
+    query, key, value, in_proj_weight, in_proj_bias, out_proj_weight, out_proj_bias, num_heads, num_kv_heads, mask=None
+):
     # torch's multi-head attention on copies: query head entry i gets key/value head entry i // (M/G)
     B, T, E = query.shape
     S, M, G = key.shape[1], num_heads, num_kv_heads
