@@ -427,7 +427,8 @@ def test_search_finds_a_chinese_word(edition, book, browser):
     page = context.new_page()
     try:
         page.goto(base + f"{edition}/search.html?q=" + urllib.parse.quote("注意力"), wait_until="load")
-        page.wait_for_function("document.querySelectorAll('ul.search li').length > 0", timeout=30_000)
+        # searchtools.js fills the summary line once the last result is shown
+        page.wait_for_function("(document.querySelector('p.search-summary') || {}).innerText", timeout=60_000)
         found = page.eval_on_selector_all("ul.search li a", "links => links.map(a => a.getAttribute('href'))")
     finally:
         context.close()

@@ -93,10 +93,32 @@ def toc_pages() -> list:
     return pages
 
 
+#: The packages whose own words the rendered book shows (buttons, the search page, "Skip to main content"), in
+#: each edition's language: Sphinx's, the themes' and the extensions' Chinese catalogs.
+UI_PACKAGES = ["sphinx", "pydata_sphinx_theme", "sphinx_book_theme", "sphinx_togglebutton", "sphinx_copybutton"]
+CHINESE_CATALOG = re.compile(r"(^|/)zh([_-](cn|tw|hans|hant))?/", re.I)
+
+
+def ui_catalogs() -> list:
+    """The Chinese catalogs (zh, zh_CN, zh_TW) of UI_PACKAGES, as installed in the course environment."""
+    import importlib.util
+
+    found = []
+    for package in UI_PACKAGES:
+        spec = importlib.util.find_spec(package)
+        if spec is None or not spec.submodule_search_locations:
+            continue
+        folder = Path(next(iter(spec.submodule_search_locations)))
+        found += [p for p in sorted(folder.rglob("*.po")) if CHINESE_CATALOG.search(p.relative_to(folder).as_posix())]
+        found += sorted(folder.rglob("copybutton.js_t"))  # sphinx-copybutton keeps its words in its script
+    return found
+
+
 def edition_sources() -> list:
-    """What the Chinese editions show besides the English pages: their catalogs, and the editions' names."""
+    """What the Chinese editions show besides the English pages: their catalogs, the words of Sphinx and the
+    themes in Chinese, and the editions' names."""
     names = [ROOT / "_ext" / "seqlab_book.py", ROOT / "tools" / "book_editions.py"]
-    return sorted((ROOT / "locales").rglob("*.po")) + names
+    return sorted((ROOT / "locales").rglob("*.po")) + ui_catalogs() + names
 
 
 def book_sources() -> list:
@@ -128,7 +150,7 @@ def book_characters() -> dict:
     found = {}
     for path in book_sources() + edition_sources():
         for char in re.findall(CJK_PATTERN, page_text(path)):
-            found.setdefault(char, str(path.relative_to(ROOT)))
+            found.setdefault(char, str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else path.name)
     return found
 
 
