@@ -2,7 +2,7 @@
 
 | bug | the edit | must fail |
 |---|---|---|
-| pieces strided | token w's pieces taken as units w, w + V, ... (``unflatten`` to (r, V)) | maxout |
+| pieces strided | token w's pieces taken as units w, w + V, ... (``unflatten`` to (J, V)) | maxout |
 | mean of the pieces | each token's logit the mean of its pieces, not the largest | maxout |
 | output features reordered | the output layer reads ``[ctx; s_t; embed(y_(t-1))]`` | pool one, maxout |
 | rnn input reordered | the recurrent layer reads ``[ctx; embed(y_(t-1))]`` | pool one, maxout |
@@ -27,6 +27,13 @@
 | one step short | ``range(1, max_len)`` | by hand, translator |
 | not from bos | every row starts from padding | by hand, translator |
 | argmax over the batch | ``max(dim=0)``: the most likely row for each token | by hand, translator |
+| log_softmax over the pieces | ``log_softmax`` over all J V pieces, then the max (right only at J = 1) | maxout |
+| top h from the state | the output layer reads ``state[-1]``: an LSTM's is c, not its top h | pool one |
+| pad_id ignored | real positions are ``targets != 0`` whatever ``pad_id`` says | by hand |
+| eos ruled out from 0 | steps counted from 0: <eos> ruled out at steps 1..min_len + 1 | by hand |
+| step delegated | ``decoder.step`` whatever the pool size (the chapter's step: right only at J = 1) | maxout |
+| greedy delegated | ``seqlab.decoding.greedy_search`` as it is: ``min_len`` ignored | by hand |
+| eos padded over | ``done`` updated before the padding: the row's <eos> becomes padding | by hand, translator |
 
 Every bug is caught by a visible test of its own task first, and that test's message starts with the
 function's name. The issue's three ex03 bugs are here: multiplied by the mask, nothing real gives
@@ -35,7 +42,9 @@ task-1 bug costs only task 1's points. The correct variants: decoder_step with a
 with ``view`` and ``max(...).values`` over the recurrent layer called by hand, with strided slices and
 ``logsumexp``, and delegating to ``ContextDecoder.step`` at ``pool_size=1``; sentence_mean_nll as a loop over the
 rows with indexing, as one weighted sum with ``torch.where``, and with seqlab's ``sequence_nll`` on each row;
-greedy_decode with a ``masked_fill`` of the <eos> column, with per-row lists padded by seqlab, through
+sentence_mean_nll with torch's ``nll_loss``
+and its ``ignore_index``; greedy_decode with a ``masked_fill`` of the <eos> column, with the raw choices padded
+after each row's end step at the end, with per-row lists padded by seqlab, through
 ``seqlab.decoding.greedy_search`` around a step that calls decoder_step, and with ``topk(2)``.
 """
 
@@ -128,6 +137,52 @@ BUGS = {
         "greedy_decode",
         [("torch.full((rows,), BOS_ID, dtype=torch.long", "torch.full((rows,), PAD_ID, dtype=torch.long")],
         {BY_HAND, TRANSLATOR},
+    ),
+    "log_softmax_over_the_pieces": Bug(
+        "decoder_step",
+        [
+            ("pieces = decoder.output(features[:, 0])", "pieces = decoder.output(features[:, 0]).log_softmax(dim=-1)"),
+            ("return logits.log_softmax(dim=-1), state", "return logits, state"),
+        ],
+        {MAXOUT},
+    ),
+    "top_h_from_the_state": Bug(
+        "decoder_step",
+        [(FEATURES, "torch.cat([state[-1][:, None], context[:, None], embedded], dim=-1)")],
+        {POOL_ONE},
+    ),
+    "pad_id_ignored": Bug(
+        "sentence_mean_nll", [("is_real = targets.ne(pad_id)", "is_real = targets.ne(0)")], {LOSS_BY_HAND}
+    ),
+    "eos_ruled_out_from_0": Bug("greedy_decode", [("if t <= min_len:", "if t - 1 <= min_len:")], {BY_HAND}),
+    "eos_padded_over": Bug(
+        "greedy_decode",
+        [
+            (
+                "token = torch.where(done, PAD_ID, token)",
+                "done |= token == EOS_ID\n        token = torch.where(done, PAD_ID, token)",
+            ),
+            ("written.append(token)\n        done |= token == EOS_ID", "written.append(token)"),
+        ],
+        {BY_HAND, TRANSLATOR},
+    ),
+    "step_delegated": Bug(
+        "decoder_step",
+        [(f"    {RECUR}", f"    return decoder.step(prev_tokens, state, context)\n    {RECUR}")],
+        {MAXOUT},
+    ),
+    "greedy_delegated": Bug(
+        "greedy_decode",
+        [
+            (
+                "    context, state = model.encode(src, src_lengths)",
+                "    from seqlab.decoding import greedy_search\n\n"
+                "    start = model.start_decoding(src, src_lengths)\n"
+                "    return greedy_search(model, start, len(src), max_len, src.device)\n"
+                "    context, state = model.encode(src, src_lengths)",
+            )
+        ],
+        {BY_HAND},
     ),
     "argmax_over_the_batch": Bug(
         "greedy_decode", [("log_probs.max(dim=-1)", "log_probs.max(dim=0)")], {BY_HAND, TRANSLATOR, SCORES}
@@ -231,6 +286,44 @@ VARIANTS = {
         return torch.zeros((), dtype=log_probs.dtype, device=log_probs.device)
     losses = [sequence_nll(log_probs[b : b + 1], targets[b : b + 1], pad_id=pad_id) for b in rows]
     return torch.stack(losses).mean()
+""",
+    ),
+    "loss_nll_loss_ignore_index": Variant(
+        "sentence_mean_nll",
+        LOSS_HEAD
+        + """    B, T, V = log_probs.shape
+    nll = torch.nn.functional.nll_loss(
+        log_probs.reshape(B * T, V), targets.reshape(B * T), ignore_index=pad_id, reduction="none"
+    ).view(B, T)  # 0 at padding, whatever log_probs holds there
+    counts = (targets != pad_id).sum(dim=1)
+    kept = counts > 0
+    if not bool(kept.any()):
+        return nll.sum() * 0.0
+    return (nll[kept].sum(dim=1) / counts[kept]).mean()
+""",
+    ),
+    "greedy_end_steps_then_pad": Variant(
+        "greedy_decode",
+        GREEDY_HEAD
+        + """    context, state = model.encode(src, src_lengths)
+    B = src.shape[0]
+    prev = torch.full((B,), BOS_ID, dtype=torch.long, device=src.device)
+    end = torch.full((B,), max_len + 1, device=src.device)  # the step of each row's first <eos>
+    raw, picked = [], []
+    for t in range(1, max_len + 1):
+        log_p, state = decoder_step(model.decoder, prev, state, context)
+        is_eos = torch.arange(log_p.shape[1], device=log_p.device) == EOS_ID
+        choice = (torch.where(is_eos, float("-inf"), log_p) if t <= min_len else log_p).argmax(dim=1)
+        raw.append(choice)
+        picked.append(log_p.gather(1, choice[:, None])[:, 0])
+        end = torch.where((choice == EOS_ID) & (end > max_len), t, end)
+        prev = choice  # an ended row goes on; what it writes is padded over below
+        if bool((end <= max_len).all()):
+            break
+    after = torch.arange(1, len(raw) + 1, device=src.device)[None, :] > end[:, None]  # (B, T): past the row's <eos>
+    tokens = torch.stack(raw, dim=1).masked_fill(after, PAD_ID)
+    scores = torch.stack(picked, dim=1).masked_fill(after, 0.0).sum(dim=1)
+    return tokens, scores
 """,
     ),
     "greedy_masked_fill_of_the_eos_column": Variant(
