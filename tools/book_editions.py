@@ -53,6 +53,10 @@ def book_config(language: str = "en", execute: bool = False) -> dict:
     settings["gettext_compact"] = False  # one catalog per page: locales/<language>/LC_MESSAGES/book/04_attention.po
     settings["gettext_location"] = False  # no "file:line" comments, which change with every edit above a message
     settings["gettext_uuid"] = False
+    if language != "en":
+        # docutils' smart quotes would turn an ASCII apostrophe into the language's closing quote: T' (T prime)
+        # became T』 in zh_TW; the translations write their quotation marks themselves.
+        settings["smartquotes"] = False
     return config
 
 
