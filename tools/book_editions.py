@@ -55,7 +55,7 @@ def book_config(language: str = "en", execute: bool = False) -> dict:
     settings["gettext_uuid"] = False
     if language != "en":
         # docutils' smart quotes would turn an ASCII apostrophe into the language's closing quote: T' (T prime)
-        # became T』 in zh_TW; the translations write their quotation marks themselves.
+        # became T and zh_TW's closing corner bracket (U+300F); the translations write their own quotation marks.
         settings["smartquotes"] = False
     return config
 
