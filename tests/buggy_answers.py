@@ -16,13 +16,11 @@ runs them, and "visible", as the student sees them. Then:
 
 A few students (the solution, the first bug, the first variant) are also graded end to end by ``nbgrader
 autograde`` in the sandbox with the course's grader: its verdicts must equal the in-process ones, so the fast path
-decides what the grader decides. A test file holds its tables and three lines::
+decides what the grader decides. A test file holds its tables and one line::
 
     BUGS = {"student": Bug("answer_grade_id", [(correct code, buggy code)], {"test_that_catches_it"})}
     VARIANTS = {"student": Variant("answer_grade_id", "the whole answer cell")}
-    graded = graded_fixture(EXERCISE, BUGS, VARIANTS)
-    (test_..., ...) = answer_tests(BUGS, VARIANTS)
-    test_the_grader_gives_the_same_verdicts = grader_agreement_test(EXERCISE, BUGS, VARIANTS)
+    globals().update(exercise_tests(EXERCISE, BUGS, VARIANTS))
 """
 
 import ast
@@ -311,3 +309,9 @@ def grader_agreement_test(exercise: str, bugs: dict, variants: dict):
             assert by_grader[student] == here, f"{student}: nbgrader {by_grader[student]}, in process {here}"
 
     return test_the_grader_gives_the_same_verdicts
+
+
+def exercise_tests(exercise: str, bugs: dict, variants: dict) -> dict:
+    """The module attributes of a buggy-answer file: the fixture ``graded`` and its five tests, by name."""
+    tests = [*answer_tests(bugs, variants), grader_agreement_test(exercise, bugs, variants)]
+    return {"graded": graded_fixture(exercise, bugs, variants)} | {test.__name__: test for test in tests}

@@ -39,7 +39,7 @@ the single-layer step alone was chapter 1 §1.5's last cell, unbatched, so the t
 | candidate_from_the_update_block | ``W_hz``'s rows (``H:2H``) in the candidate | 5, 6 |
 """
 
-from buggy_answers import Bug, Variant, answer_tests, graded_fixture, grader_agreement_test
+from buggy_answers import Bug, Variant, exercise_tests
 
 EXERCISE = "ex01_lstm_cell"
 STEP, SEQUENCE, GRU = "peephole_lstm_step", "peephole_lstm_over_sequence", "cho_gru_stack_step"
@@ -334,11 +334,4 @@ VARIANTS = {
     ),
 }
 
-graded = graded_fixture(EXERCISE, BUGS, VARIANTS)
-(
-    test_the_solution_scores_full_marks,
-    test_a_bug_loses_only_its_own_tasks_points,
-    test_a_bug_fails_a_visible_test_first_in_its_own_task,
-    test_a_correct_variant_scores_full_marks,
-) = answer_tests(BUGS, VARIANTS)
-test_the_grader_gives_the_same_verdicts = grader_agreement_test(EXERCISE, BUGS, VARIANTS)
+globals().update(exercise_tests(EXERCISE, BUGS, VARIANTS))  # the fixture `graded` and the file's five tests

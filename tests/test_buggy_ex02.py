@@ -35,7 +35,7 @@ keeps the state on the padding, and through one torch bidirectional layer that b
 stacked then reshaped, and through torch's own L-layer bidirectional layer with the pairs' weights.
 """
 
-from buggy_answers import Bug, Variant, answer_tests, graded_fixture, grader_agreement_test
+from buggy_answers import Bug, Variant, exercise_tests
 
 EXERCISE = "ex02_bidirectional_encoder"
 REVERSE = {"test_reverse_left_padded"}
@@ -472,11 +472,4 @@ def bidirectional_encode_left(embedded, lengths, layers):
     ),
 }
 
-graded = graded_fixture(EXERCISE, BUGS, VARIANTS)
-(
-    test_the_solution_scores_full_marks,
-    test_a_bug_loses_only_its_own_tasks_points,
-    test_a_bug_fails_a_visible_test_first_in_its_own_task,
-    test_a_correct_variant_scores_full_marks,
-) = answer_tests(BUGS, VARIANTS)
-test_the_grader_gives_the_same_verdicts = grader_agreement_test(EXERCISE, BUGS, VARIANTS)
+globals().update(exercise_tests(EXERCISE, BUGS, VARIANTS))  # the fixture `graded` and the file's five tests

@@ -48,7 +48,7 @@ after each row's end step at the end, with per-row lists padded by seqlab, throu
 ``seqlab.decoding.greedy_search`` around a step that calls decoder_step, and with ``topk(2)``.
 """
 
-from buggy_answers import Bug, Variant, answer_tests, graded_fixture, grader_agreement_test
+from buggy_answers import Bug, Variant, exercise_tests
 
 EXERCISE = "ex03_seq2seq"
 POOL_ONE, MAXOUT = "test_step_pool_one", "test_step_maxout"
@@ -429,11 +429,4 @@ VARIANTS = {
     ),
 }
 
-graded = graded_fixture(EXERCISE, BUGS, VARIANTS)
-(
-    test_the_solution_scores_full_marks,
-    test_a_bug_loses_only_its_own_tasks_points,
-    test_a_bug_fails_a_visible_test_first_in_its_own_task,
-    test_a_correct_variant_scores_full_marks,
-) = answer_tests(BUGS, VARIANTS)
-test_the_grader_gives_the_same_verdicts = grader_agreement_test(EXERCISE, BUGS, VARIANTS)
+globals().update(exercise_tests(EXERCISE, BUGS, VARIANTS))  # the fixture `graded` and the file's five tests

@@ -34,7 +34,7 @@ decoding through ``seqlab.decoding.greedy_search`` with (s, alpha) as its state 
 that reuse, which the text allows, the student's own part is alpha_0 and carrying alpha; task 4 keeps its 6 points).
 """
 
-from buggy_answers import Bug, Variant, answer_tests, graded_fixture, grader_agreement_test
+from buggy_answers import Bug, Variant, exercise_tests
 
 EXERCISE = "ex04_attention"
 FEATURES, SCORES, STEP, GREEDY = (
@@ -393,11 +393,4 @@ def location_aware_greedy(model, filters, W_loc, src, src_lengths, max_len):
     ),
 }
 
-graded = graded_fixture(EXERCISE, BUGS, VARIANTS)
-(
-    test_the_solution_scores_full_marks,
-    test_a_bug_loses_only_its_own_tasks_points,
-    test_a_bug_fails_a_visible_test_first_in_its_own_task,
-    test_a_correct_variant_scores_full_marks,
-) = answer_tests(BUGS, VARIANTS)
-test_the_grader_gives_the_same_verdicts = grader_agreement_test(EXERCISE, BUGS, VARIANTS)
+globals().update(exercise_tests(EXERCISE, BUGS, VARIANTS))  # the fixture `graded` and the file's five tests

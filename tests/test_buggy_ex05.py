@@ -46,7 +46,7 @@ operations make; forming W and the delegation are bugs, and reusing ``DotScorer`
 variant.
 """
 
-from buggy_answers import Bug, Variant, answer_tests, graded_fixture, grader_agreement_test
+from buggy_answers import Bug, Variant, exercise_tests
 
 EXERCISE = "ex05_scoring_functions"
 
@@ -100,11 +100,16 @@ BUGS = {
     "low_rank_delegated_to_bilinear_scorer": Bug(
         "low_rank_bilinear_scores",
         [
-            (PROJECT_KEYS, "from seqlab.attention import BilinearScorer\n"
-             "    scorer = BilinearScorer(queries.shape[-1], keys.shape[-1]).to(queries)"),
+            (
+                PROJECT_KEYS,
+                "from seqlab.attention import BilinearScorer\n"
+                "    scorer = BilinearScorer(queries.shape[-1], keys.shape[-1]).to(queries)",
+            ),
             (PROJECT_QUERIES, "pass"),
-            (LOW_RANK_PRODUCT, "return torch.func.functional_call(scorer, {'weight': query_factor @ key_factor.T}, "
-             "(queries, keys))"),
+            (
+                LOW_RANK_PRODUCT,
+                "return torch.func.functional_call(scorer, {'weight': query_factor @ key_factor.T}, (queries, keys))",
+            ),
         ],
         LOW_RANK,
     ),
@@ -193,8 +198,7 @@ BUGS = {
             (STRENGTH, "pass"),
             (
                 COSINES,
-                COSINES
-                + "\n    strength = torch.nn.functional.softplus("
+                COSINES + "\n    strength = torch.nn.functional.softplus("
                 "(queries / query_lengths).squeeze(-1) @ w_kappa + b_kappa)",
             ),
         ],
@@ -210,9 +214,7 @@ BUGS = {
         [(STRENGTH, "strength = torch.nn.functional.softplus(queries @ w_kappa + b_kappa).detach()")],
         KEY_STRENGTH,
     ),
-    "key_strength_kappa_forgotten": Bug(
-        "key_strength_scores", [(RETURN_STRENGTH, "return cosines")], KEY_STRENGTH
-    ),
+    "key_strength_kappa_forgotten": Bug("key_strength_scores", [(RETURN_STRENGTH, "return cosines")], KEY_STRENGTH),
     "key_strength_kappa_as_a_temperature": Bug(
         "key_strength_scores", [(RETURN_STRENGTH, "return cosines / strength.unsqueeze(-1)")], KEY_STRENGTH
     ),
@@ -366,11 +368,4 @@ def key_strength_scores(queries, keys, w_kappa, b_kappa, eps=1e-8):
     ),
 }
 
-graded = graded_fixture(EXERCISE, BUGS, VARIANTS)
-(
-    test_the_solution_scores_full_marks,
-    test_a_bug_loses_only_its_own_tasks_points,
-    test_a_bug_fails_a_visible_test_first_in_its_own_task,
-    test_a_correct_variant_scores_full_marks,
-) = answer_tests(BUGS, VARIANTS)
-test_the_grader_gives_the_same_verdicts = grader_agreement_test(EXERCISE, BUGS, VARIANTS)
+globals().update(exercise_tests(EXERCISE, BUGS, VARIANTS))  # the fixture `graded` and the file's five tests

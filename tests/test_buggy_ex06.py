@@ -50,7 +50,7 @@ mean_overlap computes once the coverage is an exclusive cumsum; since the review
 pointer's shares, and that delegating answer is a bug (coverage of attention through seqlab).
 """
 
-from buggy_answers import Bug, Variant, answer_tests, graded_fixture, grader_agreement_test
+from buggy_answers import Bug, Variant, exercise_tests
 
 EXERCISE = "ex06_pointer_generator"
 MIX_HAND, MIX_LIMITS = "test_sentinel_by_hand", "test_sentinel_padding_and_limits"
@@ -389,11 +389,4 @@ VARIANTS = {
     ),
 }
 
-graded = graded_fixture(EXERCISE, BUGS, VARIANTS)
-(
-    test_the_solution_scores_full_marks,
-    test_a_bug_loses_only_its_own_tasks_points,
-    test_a_bug_fails_a_visible_test_first_in_its_own_task,
-    test_a_correct_variant_scores_full_marks,
-) = answer_tests(BUGS, VARIANTS)
-test_the_grader_gives_the_same_verdicts = grader_agreement_test(EXERCISE, BUGS, VARIANTS)
+globals().update(exercise_tests(EXERCISE, BUGS, VARIANTS))  # the fixture `graded` and the file's five tests

@@ -33,7 +33,7 @@ real position). Test cells: 1 ``test_weights_per_head``, 2 ``test_weights_paddin
 | heads_through_the_tests_oracle (review) | the setup's ``one_head_pooling`` per head: no parameter gradient | 2 |
 """
 
-from buggy_answers import Bug, Variant, answer_tests, graded_fixture, grader_agreement_test
+from buggy_answers import Bug, Variant, exercise_tests
 
 EXERCISE = "ex07_attention_pooling"
 WEIGHTS, EMBEDDING, PENALTY = "pooling_weights", "self_attentive_embedding", "redundancy_penalty"
@@ -82,9 +82,7 @@ BUGS = {
     "pair_reversed": Bug(EMBEDDING, [(STACK, "return weights, per_head.flatten(start_dim=1)")], {T3}),
     "empty_sequences_counted": Bug(PENALTY, [(MEAN, "per_sequence.mean()")], {T5}),
     "batch_sum": Bug(PENALTY, [(MEAN, "per_sequence[counted].sum()")], {T4}),
-    "norm_not_squared": Bug(
-        PENALTY, [(".square().sum(dim=(1, 2))", ".square().sum(dim=(1, 2)).sqrt()")], {T4}
-    ),
+    "norm_not_squared": Bug(PENALTY, [(".square().sum(dim=(1, 2))", ".square().sum(dim=(1, 2)).sqrt()")], {T4}),
     "positions_overlap": Bug(
         PENALTY,
         [
@@ -275,11 +273,4 @@ VARIANTS = {
     ),
 }
 
-graded = graded_fixture(EXERCISE, BUGS, VARIANTS)
-(
-    test_the_solution_scores_full_marks,
-    test_a_bug_loses_only_its_own_tasks_points,
-    test_a_bug_fails_a_visible_test_first_in_its_own_task,
-    test_a_correct_variant_scores_full_marks,
-) = answer_tests(BUGS, VARIANTS)
-test_the_grader_gives_the_same_verdicts = grader_agreement_test(EXERCISE, BUGS, VARIANTS)
+globals().update(exercise_tests(EXERCISE, BUGS, VARIANTS))  # the fixture `graded` and the file's five tests

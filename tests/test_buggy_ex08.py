@@ -45,7 +45,7 @@ through torch's multi_head_attention_forward on copied rows; mean_pool_kv_heads 
 pooling matrix, and with unflatten.
 """
 
-from buggy_answers import Bug, Variant, answer_tests, graded_fixture, grader_agreement_test
+from buggy_answers import Bug, Variant, exercise_tests
 
 EXERCISE = "ex08_multihead_attention"
 SPLIT = {"test_split_heads"}
@@ -182,17 +182,17 @@ BUGS = {
 VARIANTS = {
     "share_with_the_ceiling_formula": Variant(
         "share_kv_heads",
-        '''def share_kv_heads(kv, num_heads):
+        """def share_kv_heads(kv, num_heads):
     M, G = num_heads, kv.shape[1]
     if M % G:
         raise ValueError(f"{G} key/value heads cannot serve {M} query heads in equal groups")
     # query head m = 1..M reads key/value head ceil(m G / M); code counts both from 0
     return torch.stack([kv[:, math.ceil(m * G / M) - 1] for m in range(1, M + 1)], dim=1)
-''',
+""",
     ),
     "attention_by_torchs_sdpa": Variant(
         "grouped_attention",
-        '''def grouped_attention(q, k, v, mask=None):
+        """def grouped_attention(q, k, v, mask=None):
     # torch's grouped attention (the reuse the text allows): values [Val, I] give the context and the weights at once
     B, G, S, d = v.shape
     eye = torch.eye(S, dtype=v.dtype, device=v.device).expand(B, G, S, S)
@@ -201,68 +201,68 @@ VARIANTS = {
         q, k, torch.cat([v, eye], dim=-1), attn_mask=allowed, enable_gqa=True
     )
     return both[..., :d], both[..., d:]
-''',
+""",
     ),
     "split_heads_with_chunk": Variant(
         "split_heads",
-        '''def split_heads(x, num_heads):
+        """def split_heads(x, num_heads):
     if x.shape[-1] % num_heads:
         raise ValueError(f"cannot split {x.shape[-1]} features into {num_heads} heads")
     return torch.stack(x.chunk(num_heads, dim=-1), dim=1)
-''',
+""",
     ),
     "split_heads_with_view": Variant(
         "split_heads",
-        '''def split_heads(x, num_heads):
+        """def split_heads(x, num_heads):
     B, L, E = x.shape
     d, rest = divmod(E, num_heads)
     if rest:
         raise ValueError("E = %d is not a multiple of num_heads = %d" % (E, num_heads))
     return x.view(B, L, num_heads, d).transpose(1, 2).contiguous()
-''',
+""",
     ),
     "split_heads_with_unflatten": Variant(
         "split_heads",
-        '''def split_heads(x, num_heads):
+        """def split_heads(x, num_heads):
     try:
         heads = x.unflatten(-1, (num_heads, -1))
     except RuntimeError:
         raise ValueError(f"{num_heads} heads do not divide {x.shape[-1]}") from None
     return heads.movedim(2, 1)
-''',
+""",
     ),
     "share_with_expand": Variant(
         "share_kv_heads",
-        '''def share_kv_heads(kv, num_heads):
+        """def share_kv_heads(kv, num_heads):
     B, G, S, d = kv.shape
     if num_heads % G:
         raise ValueError(f"G = {G} must divide num_heads = {num_heads}")
     return kv.unsqueeze(2).expand(B, G, num_heads // G, S, d).reshape(B, num_heads, S, d)
-''',
+""",
     ),
     "share_with_a_list": Variant(
         "share_kv_heads",
-        '''def share_kv_heads(kv, num_heads):
+        """def share_kv_heads(kv, num_heads):
     G = kv.size(1)
     group, rest = divmod(num_heads, G)
     if rest != 0:
         raise ValueError(f"{G} key/value heads, {num_heads} query heads")
     return torch.stack([kv[:, m // group] for m in range(num_heads)], dim=1)
-''',
+""",
     ),
     "share_with_an_index": Variant(
         "share_kv_heads",
-        '''def share_kv_heads(kv, num_heads):
+        """def share_kv_heads(kv, num_heads):
     G = kv.shape[1]
     if num_heads % G != 0:
         raise ValueError(f"num_heads={num_heads} is not a multiple of G={G}")
     index = torch.div(torch.arange(num_heads, device=kv.device), num_heads // G, rounding_mode="floor")
     return kv[:, index]
-''',
+""",
     ),
     "attention_in_groups_without_copies": Variant(
         "grouped_attention",
-        '''def grouped_attention(q, k, v, mask=None):
+        """def grouped_attention(q, k, v, mask=None):
     B, M, T, d = q.shape
     G, S = k.shape[1], k.shape[2]
     grouped = q.reshape(B, G, M // G, T, d)  # consecutive query heads: one group
@@ -275,11 +275,11 @@ VARIANTS = {
         weights = weights * allowed
     context = weights @ v.unsqueeze(2)  # (B, G, M/G, T, d)
     return context.reshape(B, M, T, d), weights.reshape(B, M, T, S)
-''',
+""",
     ),
     "attention_head_by_head_with_masked_softmax": Variant(
         "grouped_attention",
-        '''from seqlab.attention import masked_softmax
+        """from seqlab.attention import masked_softmax
 
 
 def grouped_attention(q, k, v, mask=None):
@@ -297,11 +297,11 @@ def grouped_attention(q, k, v, mask=None):
         all_weights.append(w)
         contexts.append(w @ v[:, g])
     return torch.stack(contexts, dim=1), torch.stack(all_weights, dim=1)
-''',
+""",
     ),
     "attention_renormalised_with_a_guard": Variant(
         "grouped_attention",
-        '''def grouped_attention(q, k, v, mask=None):
+        """def grouped_attention(q, k, v, mask=None):
     M, d = q.shape[1], q.shape[-1]
     k = k.repeat_interleave(M // k.shape[1], dim=1)
     v = v.repeat_interleave(M // v.shape[1], dim=1)
@@ -316,11 +316,11 @@ def grouped_attention(q, k, v, mask=None):
         total = weights.sum(dim=-1, keepdim=True)
         weights = weights / torch.where(total > 0, total, torch.ones_like(total))
     return torch.einsum("bmts,bmsd->bmtd", weights, v), weights
-''',
+""",
     ),
     "layer_with_sliced_linear": Variant(
         "grouped_query_attention",
-        '''import torch.nn.functional as F
+        """import torch.nn.functional as F
 
 
 def grouped_query_attention(
@@ -337,11 +337,11 @@ def grouped_query_attention(
     )
     merged = torch.cat(context.unbind(dim=1), dim=-1)  # [head 0; ...; head M-1]
     return F.linear(merged, out_proj_weight, out_proj_bias), weights
-''',
+""",
     ),
     "layer_head_by_head": Variant(
         "grouped_query_attention",
-        '''def grouped_query_attention(
+        """def grouped_query_attention(
     query, key, value, in_proj_weight, in_proj_bias, out_proj_weight, out_proj_bias, num_heads, num_kv_heads, mask=None
 ):
     M, G = num_heads, num_kv_heads
@@ -358,11 +358,11 @@ def grouped_query_attention(
         heads.append(context[:, 0])
         weights.append(w[:, 0])
     return torch.cat(heads, dim=-1) @ out_proj_weight.T + out_proj_bias, torch.stack(weights, dim=1)
-''',
+""",
     ),
     "layer_with_copied_kv_weights": Variant(
         "grouped_query_attention",
-        '''def grouped_query_attention(
+        """def grouped_query_attention(
     query, key, value, in_proj_weight, in_proj_bias, out_proj_weight, out_proj_bias, num_heads, num_kv_heads, mask=None
 ):
     B, T, E = query.shape
@@ -378,11 +378,11 @@ def grouped_query_attention(
     context, weights = grouped_attention(q, k, v, mask)
     out = context.permute(0, 2, 1, 3).reshape(B, T, E) @ out_proj_weight.T + out_proj_bias
     return out, weights
-''',
+""",
     ),
     "layer_through_torchs_multi_head_attention_forward": Variant(
         "grouped_query_attention",
-        '''def grouped_query_attention(
+        """def grouped_query_attention(
     query, key, value, in_proj_weight, in_proj_bias, out_proj_weight, out_proj_bias, num_heads, num_kv_heads, mask=None
 ):
     # torch's multi-head attention on copies: query head entry i gets key/value head entry i // (M/G)
@@ -406,11 +406,11 @@ def grouped_query_attention(
     )
     out = torch.where(some, out.transpose(0, 1), out_proj_bias)  # no key: a zero context, b_O alone
     return out, torch.where(some[:, None], weights, torch.zeros_like(weights))
-''',
+""",
     ),
     "pool_group_by_group": Variant(
         "mean_pool_kv_heads",
-        '''def mean_pool_kv_heads(in_proj_weight, in_proj_bias, num_heads, num_kv_heads):
+        """def mean_pool_kv_heads(in_proj_weight, in_proj_bias, num_heads, num_kv_heads):
     E = in_proj_weight.shape[1]
     d, size = E // num_heads, num_heads // num_kv_heads
     weights, biases = [in_proj_weight[:E]], [in_proj_bias[:E]]
@@ -420,11 +420,11 @@ def grouped_query_attention(
             weights.append(in_proj_weight[rows].reshape(size, d, E).mean(0))
             biases.append(in_proj_bias[rows].reshape(size, d).mean(0))
     return torch.cat(weights), torch.cat(biases)
-''',
+""",
     ),
     "pool_with_a_matrix": Variant(
         "mean_pool_kv_heads",
-        '''def mean_pool_kv_heads(in_proj_weight, in_proj_bias, num_heads, num_kv_heads):
+        """def mean_pool_kv_heads(in_proj_weight, in_proj_bias, num_heads, num_kv_heads):
     E = in_proj_weight.shape[1]
     M, G = num_heads, num_kv_heads
     d = E // M
@@ -434,25 +434,18 @@ def grouped_query_attention(
     w_q, w_k, w_v = in_proj_weight.split(E)
     b_q, b_k, b_v = in_proj_bias.split(E)
     return torch.cat([w_q, P @ w_k, P @ w_v]), torch.cat([b_q, P @ b_k, P @ b_v])
-''',
+""",
     ),
     "pool_with_unflatten": Variant(
         "mean_pool_kv_heads",
-        '''def mean_pool_kv_heads(in_proj_weight, in_proj_bias, num_heads, num_kv_heads):
+        """def mean_pool_kv_heads(in_proj_weight, in_proj_bias, num_heads, num_kv_heads):
     E = in_proj_weight.shape[-1]
     shape = (2, num_kv_heads, num_heads // num_kv_heads, E // num_heads)
     kv_w = in_proj_weight[E:].unflatten(0, shape).mean(2).flatten(0, 2)
     kv_b = in_proj_bias[E:].unflatten(0, shape).mean(2).flatten()
     return torch.cat([in_proj_weight[:E], kv_w]), torch.cat([in_proj_bias[:E], kv_b])
-''',
+""",
     ),
 }
 
-graded = graded_fixture(EXERCISE, BUGS, VARIANTS)
-(
-    test_the_solution_scores_full_marks,
-    test_a_bug_loses_only_its_own_tasks_points,
-    test_a_bug_fails_a_visible_test_first_in_its_own_task,
-    test_a_correct_variant_scores_full_marks,
-) = answer_tests(BUGS, VARIANTS)
-test_the_grader_gives_the_same_verdicts = grader_agreement_test(EXERCISE, BUGS, VARIANTS)
+globals().update(exercise_tests(EXERCISE, BUGS, VARIANTS))  # the fixture `graded` and the file's five tests
