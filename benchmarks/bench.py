@@ -3,7 +3,7 @@
 Measured, each as the median of interleaved rounds (ours, theirs, ours, theirs, ...), so that a
 change in the machine's load hits both sides alike:
 
-1. seqlab.rnn's LSTM and GRU against torch.nn's, forward + backward, with and without ``lengths=``;
+1. seqlab.models.rnn's LSTM and GRU against torch.nn's, forward + backward, with and without ``lengths=``;
 2. a training step (forward, loss, backward, Adam, clipping) of seqlab's Seq2Seq and AttentionSeq2Seq
    against d2l's chapter models (benchmarks/d2l_reference.py) at d2l's sizes, and greedy decoding;
 3. the attention models' training step against the source length S (T fixed);
@@ -37,9 +37,9 @@ sys.path.insert(0, str(HERE))
 
 import d2l_reference as d2l  # noqa: E402  (benchmarks/ is not a package)
 
-from seqlab import rnn  # noqa: E402
-from seqlab.seq2seq import AttentionSeq2Seq, Seq2Seq  # noqa: E402
-from seqlab.train import sequence_nll  # noqa: E402
+from seqlab.experiments.train import sequence_nll  # noqa: E402
+from seqlab.models import rnn  # noqa: E402
+from seqlab.models.seq2seq import AttentionSeq2Seq, Seq2Seq  # noqa: E402
 
 ROOT = HERE.parent
 
@@ -243,7 +243,7 @@ def main(argv=None) -> None:
     rows = bench_rnn(device, rounds)
     report.append(
         markdown(
-            "seqlab.rnn against torch.nn: forward + backward, B=64, S=50, I=H=128",
+            "seqlab.models.rnn against torch.nn: forward + backward, B=64, S=50, I=H=128",
             ["layer", "seqlab ms", "torch.nn ms", "ratio"],
             [(label, ms(a), ms(b), f"{a / b:.2f}") for label, a, b in rows],
         )

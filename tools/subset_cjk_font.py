@@ -10,7 +10,7 @@ the characters the course uses (tens of KB instead of MBs):
 - every character of the Chinese editions: their catalogs (locales/*/LC_MESSAGES/, tools/book_editions.py)
   and the editions' names and titles (_ext/seqlab_book.py, tools/book_editions.py).
 
-seqlab.plot registers the file with matplotlib, and the rendered book serves the same file with
+seqlab.experiments.plot registers the file with matplotlib, and the rendered book serves the same file with
 @font-face (_static/seqlab.css, `unicode-range` = CJK_RANGES). tests/test_book_font.py fails when a
 page holds a character the font lacks: run this again after adding Chinese to a page or to seqlab.data:
 

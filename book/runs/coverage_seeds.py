@@ -6,7 +6,7 @@ budget allows, so this script makes them, with the chapter's code, sizes and bud
 chapter reads: ``book/runs/coverage_seeds.json``, beside this script. For each pair, each model's ROUGE-1/2/L,
 OOV recall, repeated 3-grams and parameter count, and the paired ROUGE-1 differences of the comparisons
 the chapter makes (the models of one pair are scored on the same test stories: the mean of the per-story
-differences and its standard error, ``seqlab.claims.paired_gap``).
+differences and its standard error, ``seqlab.experiments.claims.paired_gap``).
 
     OMP_NUM_THREADS=1 .venv/bin/python book/runs/coverage_seeds.py            # 6 pairs, about 4 minutes of CPU
     .venv/bin/python book/runs/coverage_seeds.py --quick --out /tmp/x.json    # a small run, for the test
@@ -25,11 +25,12 @@ import torch
 from rouge_score import rouge_scorer
 
 import seqlab
-from seqlab import claims, data
-from seqlab.pointer import PointerGenerator, pointer_loss
-from seqlab.seq2seq import AttentionSeq2Seq
-from seqlab.summary import summarise, summary_quality
-from seqlab.train import evaluate, train_seq2seq
+from seqlab import data
+from seqlab.experiments import claims
+from seqlab.models.pointer import PointerGenerator, pointer_loss
+from seqlab.models.seq2seq import AttentionSeq2Seq
+from seqlab.experiments.summary import summarise, summary_quality
+from seqlab.experiments.train import evaluate, train_seq2seq
 
 HERE = Path(__file__).resolve().parent
 MODELS = ("baseline", "pointer-generator", "PG + coverage, last epoch", "PG + coverage, from the start")
@@ -43,7 +44,7 @@ COMPARISONS = (
 
 
 def rouge1_per_story(outputs: list, references: list) -> torch.Tensor:
-    """ROUGE-1 F1 of each output against its reference (``seqlab.summary.rouge`` averages these)."""
+    """ROUGE-1 F1 of each output against its reference (``seqlab.experiments.summary.rouge`` averages these)."""
     scorer = rouge_scorer.RougeScorer(["rouge1"], use_stemmer=False)
     return torch.tensor([scorer.score(" ".join(ref), " ".join(out))["rouge1"].fmeasure
                          for out, ref in zip(outputs, references, strict=True)])

@@ -16,6 +16,7 @@ Every public name is importable from ``seqlab.data`` itself, as the chapters do.
 **batch-first** with ``PAD_ID = 0``; masks are bool with True at real tokens.
 """
 
+from seqlab.core.padding import BOS, BOS_ID, EOS, EOS_ID, PAD, PAD_ID, SPECIAL_TOKENS, UNK, UNK_ID, lengths_to_mask
 from seqlab.data.batching import (
     Seq2SeqBatch,
     iterate_batches,
@@ -55,7 +56,6 @@ from seqlab.data.speech import SPEECH_ALPHABET, character_patterns, speech_task
 from seqlab.data.summarisation import multi_sentence_summarisation_task, summarisation_task
 from seqlab.data.translation import translation_grammar_size, translation_task
 from seqlab.data.vocab import SPACE_TOKEN, Vocab, build_vocabs, char_tokens, join_char_tokens
-from seqlab.padding import BOS, BOS_ID, EOS, EOS_ID, PAD, PAD_ID, SPECIAL_TOKENS, UNK, UNK_ID, lengths_to_mask
 
 __all__ = [
     "AMBIGUOUS_WORDS",

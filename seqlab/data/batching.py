@@ -16,9 +16,9 @@ from dataclasses import dataclass, fields, replace
 import torch
 from torch import Tensor
 
-from seqlab.checks import check_at_least_one
+from seqlab.core.checks import check_at_least_one
+from seqlab.core.padding import BOS_ID, EOS_ID, PAD_ID, lengths_to_mask
 from seqlab.data.vocab import Vocab
-from seqlab.padding import BOS_ID, EOS_ID, PAD_ID, lengths_to_mask
 
 
 def pad_sequences(seqs: list[list[int]]) -> tuple[Tensor, Tensor]:

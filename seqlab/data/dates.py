@@ -7,7 +7,7 @@ import random
 from collections.abc import Iterable
 from datetime import date
 
-from seqlab.checks import check_at_least_one
+from seqlab.core.checks import check_at_least_one
 from seqlab.data.vocab import char_tokens
 
 MONTHS = tuple("January February March April May June July August September October November December".split())

@@ -8,7 +8,7 @@ premise has only a hypernym, a colour where it has none). The label follows from
 
 import random
 
-from seqlab.checks import check_at_least_one
+from seqlab.core.checks import check_at_least_one
 
 NUMBERS = ("two", "three", "four", "five")
 COLOURS = ("red", "blue", "green", "white", "black")

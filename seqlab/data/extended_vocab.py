@@ -5,9 +5,9 @@ from dataclasses import dataclass
 
 from torch import Tensor
 
+from seqlab.core.padding import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from seqlab.data.batching import Seq2SeqBatch, check_pairs, shuffled_chunks, teacher_forcing_tensors
 from seqlab.data.vocab import Vocab
-from seqlab.padding import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 
 # Copying needs one vocabulary for both sides: a source word and the same target word must have the
 # same id. Each example's out-of-vocabulary source words get temporary ids V, V+1, ... (V the

@@ -2,7 +2,7 @@
 
 import random
 
-from seqlab.checks import check_at_least_one
+from seqlab.core.checks import check_at_least_one
 
 
 def reversal_task(

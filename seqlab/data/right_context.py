@@ -2,7 +2,7 @@
 
 import random
 
-from seqlab.checks import check_at_least_one
+from seqlab.core.checks import check_at_least_one
 
 # word → {sense tag: right-context cues}. Each cue belongs to exactly one (word, sense), so the words
 # after the ambiguous word decide its tag, and nothing before it does.

@@ -6,7 +6,7 @@ must find the few words that matter wherever they are: what attention pooling is
 
 import random
 
-from seqlab.checks import check_at_least_one
+from seqlab.core.checks import check_at_least_one
 
 POSITIVE_WORDS = ("great", "wonderful", "brilliant", "moving", "superb", "love")
 NEGATIVE_WORDS = ("awful", "boring", "dull", "terrible", "clumsy", "hate")

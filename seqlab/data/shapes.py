@@ -11,7 +11,7 @@ import random
 import torch
 from torch import Tensor
 
-from seqlab.checks import check_at_least_one
+from seqlab.core.checks import check_at_least_one
 
 SHAPE_COLOURS = {"red": (1.0, 0.1, 0.1), "green": (0.1, 0.8, 0.1), "blue": (0.2, 0.3, 1.0)}
 SHAPES = ("square", "circle", "triangle", "cross")

@@ -9,7 +9,7 @@ import random
 
 import torch
 
-from seqlab.checks import check_at_least_one
+from seqlab.core.checks import check_at_least_one
 
 SPEECH_ALPHABET = "abcdefghij"
 

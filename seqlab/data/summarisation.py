@@ -3,7 +3,7 @@
 import functools
 import random
 
-from seqlab.checks import check_at_least_one
+from seqlab.core.checks import check_at_least_one
 from seqlab.data.dates import WEEKDAYS
 
 # Templated summarisation, with names that no vocabulary holds

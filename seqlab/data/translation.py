@@ -4,7 +4,7 @@ import functools
 import itertools
 import random
 
-from seqlab.checks import check_at_least_one
+from seqlab.core.checks import check_at_least_one
 
 # English → Chinese phrase translation
 #

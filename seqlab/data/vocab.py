@@ -1,7 +1,7 @@
 """Vocabularies: tokens ↔ ids, with the special tokens first (chapter 2).
 
 A :class:`Vocab` gives every token an id; ids 0..3 are always ``<pad>``, ``<bos>``, ``<eos>`` and
-``<unk>`` (:mod:`seqlab.padding`). Character tasks split text with :func:`char_tokens`, which writes a
+``<unk>`` (:mod:`seqlab.core.padding`). Character tasks split text with :func:`char_tokens`, which writes a
 space as the visible :data:`SPACE_TOKEN` so that heatmap labels show it.
 """
 
@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 from torch import Tensor
 
-from seqlab.padding import BOS_ID, EOS_ID, PAD_ID, SPECIAL_TOKENS, UNK_ID
+from seqlab.core.padding import BOS_ID, EOS_ID, PAD_ID, SPECIAL_TOKENS, UNK_ID
 
 SPACE_TOKEN = "▁"  # character tasks keep spaces, as a visible token so that heatmap labels show them
 

@@ -50,7 +50,11 @@ LIMIT = 2**30  # the largest message (bytes) the verdict kernel accepts from the
 CONNECT_SECONDS = 5  # how long a call waits for the student's kernel to serve (the grader waited already)
 # Models a test may receive from the student's function, rebuilt in the verdict kernel from the
 # arguments they were built with and their weights: the test then evaluates the course's own class.
-MODELS = ("seqlab.seq2seq.Seq2Seq", "seqlab.seq2seq.AttentionSeq2Seq", "seqlab.transformer.Transformer")
+MODELS = (
+    "seqlab.models.seq2seq.Seq2Seq",
+    "seqlab.models.seq2seq.AttentionSeq2Seq",
+    "seqlab.models.transformer.Transformer",
+)
 
 
 class Unsupported:

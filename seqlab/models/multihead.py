@@ -25,8 +25,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from seqlab.attention import masked_softmax
-from seqlab.checks import check_at_least_one, check_floating, check_mask, check_shape
+from seqlab.core.checks import check_at_least_one, check_floating, check_mask, check_shape
+from seqlab.models.attention import masked_softmax
 
 __all__ = ["MultiHeadAttention", "causal_mask"]
 

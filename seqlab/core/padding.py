@@ -11,7 +11,7 @@ Models import this small module, never the data generators.
 import torch
 from torch import Tensor
 
-from seqlab.checks import check_shape, check_whole_numbers
+from seqlab.core.checks import check_shape, check_whole_numbers
 
 PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
 PAD_ID, BOS_ID, EOS_ID, UNK_ID = 0, 1, 2, 3

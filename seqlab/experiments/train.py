@@ -19,10 +19,10 @@ import torch
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 
-from seqlab.checks import check_shape, check_token_ids
+from seqlab.core.checks import check_shape, check_token_ids
+from seqlab.core.device import check_model_device, evaluating, model_device
+from seqlab.core.padding import PAD_ID
 from seqlab.data.batching import iterate_batches, make_seq2seq_batch
-from seqlab.device import check_model_device, evaluating, model_device
-from seqlab.padding import PAD_ID
 
 
 def progress_enabled() -> bool:

@@ -1,5 +1,5 @@
 """Chapter 7's experiments: each application's model and its no-attention baseline, trained on the same
-data with the same budget by :func:`seqlab.train.fit`, then measured on held-out examples.
+data with the same budget by :func:`seqlab.experiments.train.fit`, then measured on held-out examples.
 
 * :func:`sentiment_experiment`: attention pooling against the last states (:class:`PooledClassifier`);
 * :func:`entailment_experiment`: word-by-word attention against conditional encoding;
@@ -9,7 +9,7 @@ data with the same budget by :func:`seqlab.train.fit`, then measured on held-out
 
 Each returns a dict with the trained ``model``, its test figures, its parameter count, the training
 ``seconds`` and the test data (for plots); the classifiers also return ``correct``, one bool per test
-item, for paired statistics (:func:`seqlab.claims.paired_gap`). Sizes are keyword arguments, so a
+item, for paired statistics (:func:`seqlab.experiments.claims.paired_gap`). Sizes are keyword arguments, so a
 baseline can be given as many parameters as the model it is compared with. Everything is generated
 with the given ``seed``.
 """
@@ -17,20 +17,20 @@ with the given ``seed``.
 import torch
 import torch.nn.functional as F
 
-from seqlab.captioning import RegionCNN
+from seqlab.core.device import evaluating, model_device
+from seqlab.core.padding import BOS_ID, EOS_ID
 from seqlab.data.batching import pad_sequences, shuffled_chunks
 from seqlab.data.entailment import ENTAILMENT_LABELS, HYPERNYMS, entailment_task
 from seqlab.data.sentiment import sentiment_task
 from seqlab.data.shapes import shapes_task
 from seqlab.data.speech import speech_task
 from seqlab.data.vocab import Vocab
-from seqlab.device import evaluating, model_device
-from seqlab.entailment import EntailmentClassifier
-from seqlab.listener import Listener, character_error_rate
-from seqlab.memory_seq2seq import MemorySeq2Seq
-from seqlab.padding import BOS_ID, EOS_ID
-from seqlab.pooling import PooledClassifier
-from seqlab.train import fit, sequence_nll
+from seqlab.experiments.train import fit, sequence_nll
+from seqlab.models.captioning import RegionCNN
+from seqlab.models.entailment import EntailmentClassifier
+from seqlab.models.listener import Listener, character_error_rate
+from seqlab.models.memory_seq2seq import MemorySeq2Seq
+from seqlab.models.pooling import PooledClassifier
 
 SENTIMENT_LABELS = ("negative", "positive")
 
@@ -40,7 +40,7 @@ def parameter_count(model) -> int:
 
 
 def _train(model, batches, loss, epochs: int, lr: float, device) -> float:
-    """Train with :func:`seqlab.train.fit`; the seconds it took (fit times every epoch)."""
+    """Train with :func:`seqlab.experiments.train.fit`; the seconds it took (fit times every epoch)."""
     return sum(fit(model, batches, loss, epochs=epochs, lr=lr, device=device)["seconds"])
 
 

@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from seqlab.checks import check_at_least_one, check_lengths, check_not_empty, check_shape
+from seqlab.core.checks import check_at_least_one, check_lengths, check_not_empty, check_shape
 
 __all__ = ["RNNCell", "LSTMCell", "GRUCell", "RNN", "LSTM", "GRU"]
 

@@ -1,6 +1,6 @@
 """Sequence tagging with a recurrent encoder: one label per token (chapter 2).
 
-The tagger is the encoder of :mod:`seqlab.encoder` with a linear layer on each position's output,
+The tagger is the encoder of :mod:`seqlab.models.encoder` with a linear layer on each position's output,
 a many-to-many model. With one direction, the label of token ``i`` can depend only on tokens
 ``1..i``; with two, on the whole sentence. Chapter 2 uses it on :func:`seqlab.data.right_context_task`.
 """
@@ -9,11 +9,11 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from seqlab.core.device import check_model_device, evaluating
+from seqlab.core.padding import PAD_ID
 from seqlab.data.batching import make_tagging_batch
-from seqlab.device import check_model_device, evaluating
-from seqlab.encoder import Encoder, per_direction
-from seqlab.padding import PAD_ID
-from seqlab.train import fit
+from seqlab.experiments.train import fit
+from seqlab.models.encoder import Encoder, per_direction
 
 
 class Tagger(nn.Module):
@@ -71,7 +71,7 @@ def train_tagger(
     seed: int = 0,
     device: torch.device | str | None = None,
 ) -> list:
-    """Train with :func:`tagging_loss` (:func:`seqlab.train.fit`, a new order of the examples every
+    """Train with :func:`tagging_loss` (:func:`seqlab.experiments.train.fit`, a new order of the examples every
     epoch); return the loss of every step.
 
     Taught in chapter 2.

@@ -15,12 +15,12 @@ the decoder attends over ``memory``. Either way the first decoder state is ``tan
 import torch
 from torch import Tensor, nn
 
-from seqlab.attention import make_scorer
-from seqlab.attention_decoder import AttentionDecoder
-from seqlab.checks import check_at_least_one, check_shape
-from seqlab.decoder import ContextDecoder
-from seqlab.decoding import greedy_search, select_rows
-from seqlab.device import evaluating
+from seqlab.core.checks import check_at_least_one, check_shape
+from seqlab.core.device import evaluating
+from seqlab.models.attention import make_scorer
+from seqlab.models.attention_decoder import AttentionDecoder
+from seqlab.models.decoder import ContextDecoder
+from seqlab.models.decoding import greedy_search, select_rows
 
 
 class MemorySeq2Seq(nn.Module):

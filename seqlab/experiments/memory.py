@@ -6,7 +6,7 @@ network must carry one token across ``lag`` steps of noise, and the gradient tha
 must travel back the same distance. A plain RNN's gradient shrinks geometrically on the way; gated
 cells (LSTM, GRU) have a path along which it need not.
 
-The experiments train torch.nn's fused layers, which hold exactly the parameters of seqlab.rnn's
+The experiments train torch.nn's fused layers, which hold exactly the parameters of seqlab.models.rnn's
 (chapter 1 checks that both give the same outputs) but run in C++: the from-scratch layers are for
 reading, the fused ones for training within seconds on a CPU.
 """
@@ -15,11 +15,11 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from seqlab.checks import check_shape, check_token_ids
+from seqlab.core.checks import check_shape, check_token_ids
+from seqlab.core.device import check_model_device, evaluating
 from seqlab.data.memory import memory_task
-from seqlab.device import check_model_device, evaluating
-from seqlab.rnn import TORCH_LAYERS, hidden_state
-from seqlab.train import fit
+from seqlab.experiments.train import fit
+from seqlab.models.rnn import TORCH_LAYERS, hidden_state
 
 
 class LastStateClassifier(nn.Module):
@@ -95,7 +95,7 @@ def train_on_memory_task(
     **model_kwargs,
 ) -> tuple:
     """Train a :class:`LastStateClassifier` on ``steps`` fresh batches of the memory task (one pass of
-    :func:`seqlab.train.fit`, gradient norm clipped at 1 so that an exploding gradient cannot wreck a
+    :func:`seqlab.experiments.train.fit`, gradient norm clipped at 1 so that an exploding gradient cannot wreck a
     run); test it on 1000 new examples.
 
     Returns:

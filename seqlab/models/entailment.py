@@ -21,11 +21,11 @@ and ``T`` for the hypothesis's last word ``N``.
 import torch
 from torch import Tensor, nn
 
-from seqlab.attention import AdditiveScorer, Attention
-from seqlab.checks import check_shape
-from seqlab.encoder import Encoder
-from seqlab.padding import lengths_to_mask
-from seqlab.rnn import hidden_state
+from seqlab.core.checks import check_shape
+from seqlab.core.padding import lengths_to_mask
+from seqlab.models.attention import AdditiveScorer, Attention
+from seqlab.models.encoder import Encoder
+from seqlab.models.rnn import hidden_state
 
 
 class EntailmentClassifier(nn.Module):

@@ -21,12 +21,12 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from seqlab.checks import check_shape
+from seqlab.core.checks import check_shape
 
 
 class RegionCNN(nn.Module):
     """Image → region features, their mask (all real) and their summary (by default their mean): a memory encoder for
-    :class:`~seqlab.memory_seq2seq.MemorySeq2Seq`.
+    :class:`~seqlab.models.memory_seq2seq.MemorySeq2Seq`.
 
     Args:
         in_channels: the image's channels (3 for RGB).

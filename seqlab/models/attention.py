@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from seqlab.checks import check_floating, check_mask, check_shape
+from seqlab.core.checks import check_floating, check_mask, check_shape
 
 __all__ = [
     "AdditiveScorer",
@@ -212,11 +212,11 @@ def make_scorer(name: str, query_size: int, key_size: int, hidden_size: int | No
 
     The additive and bilinear scorers draw their initial weights here, from the global random
     generator; dot, scaled dot and cosine have none. A model that makes its scorer before its other
-    layers (:class:`~seqlab.seq2seq.AttentionSeq2Seq` does) therefore starts, under one seed, from
+    layers (:class:`~seqlab.models.seq2seq.AttentionSeq2Seq` does) therefore starts, under one seed, from
     other decoder weights with an additive or bilinear scorer than with a parameter-free one. To
     compare scorers from identical starts, build every model with a parameter-free scorer and then
     replace its ``decoder.attention.scorer`` (chapter 5 does, and checks it with
-    :func:`seqlab.claims.assert_same_start`).
+    :func:`seqlab.experiments.claims.assert_same_start`).
     """
     if name == "additive":
         return AdditiveScorer(query_size, key_size, hidden_size or query_size)

@@ -15,7 +15,7 @@ from torch import nn
 
 from seqlab.data.reversal import reversal_task
 from seqlab.data.vocab import build_vocabs
-from seqlab.train import evaluate, train_seq2seq
+from seqlab.experiments.train import evaluate, train_seq2seq
 
 
 @dataclass

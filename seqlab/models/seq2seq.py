@@ -13,13 +13,13 @@ concatenated). So with the same ``hidden_size`` the two models' context vectors 
 
 from torch import Tensor, nn
 
-from seqlab.attention import make_scorer
-from seqlab.attention_decoder import AttentionDecoder
-from seqlab.decoder import ContextDecoder
-from seqlab.decoding import Decodable
-from seqlab.encoder import Bridge, Encoder, last_layer_directions, per_direction
-from seqlab.padding import lengths_to_mask
-from seqlab.rnn import hidden_state
+from seqlab.core.padding import lengths_to_mask
+from seqlab.models.attention import make_scorer
+from seqlab.models.attention_decoder import AttentionDecoder
+from seqlab.models.decoder import ContextDecoder
+from seqlab.models.decoding import Decodable
+from seqlab.models.encoder import Bridge, Encoder, last_layer_directions, per_direction
+from seqlab.models.rnn import hidden_state
 
 
 def encoder_and_bridge(
@@ -31,8 +31,8 @@ def encoder_and_bridge(
     bidirectional: bool,
     dropout: float,
 ) -> tuple:
-    """An :class:`~seqlab.encoder.Encoder` whose outputs have ``hidden_size`` features in all, and the
-    :class:`~seqlab.encoder.Bridge` from its final states to a decoder state of ``hidden_size``."""
+    """An :class:`~seqlab.models.encoder.Encoder` whose outputs have ``hidden_size`` features in all, and the
+    :class:`~seqlab.models.encoder.Bridge` from its final states to a decoder state of ``hidden_size``."""
     H = per_direction(hidden_size, bidirectional)
     encoder = Encoder(src_vocab_size, embedding_size, H, cell, num_layers, bidirectional, dropout)
     return encoder, Bridge(H, encoder.num_directions, hidden_size, num_layers, cell)
@@ -42,8 +42,8 @@ class Seq2Seq(Decodable, nn.Module):
     """Encoder → context vector → decoder.
 
     The context vector is the encoder's last layer's final state, both directions concatenated; the
-    decoder's initial state is the :class:`~seqlab.encoder.Bridge` of all final states. The decoder
-    (:class:`~seqlab.decoder.ContextDecoder`) reads the context at every step::
+    decoder's initial state is the :class:`~seqlab.models.encoder.Bridge` of all final states. The decoder
+    (:class:`~seqlab.models.decoder.ContextDecoder`) reads the context at every step::
 
         s_t = cell([embed(y_{t-1}); ctx], s_{t-1})               s_0 = bridge(encoder final states)
         P(y_t | y_<t, x) = softmax(W_out [s_t; ctx; embed(y_{t-1})] + b_out)
@@ -109,7 +109,7 @@ class Seq2Seq(Decodable, nn.Module):
         log_probs, _ = self.decoder(tgt_in, state, context)
         return log_probs  # (B, T, V)
 
-    # --- the decoding protocol of seqlab.decoding ---------------------------------------------
+    # --- the decoding protocol of seqlab.models.decoding ---------------------------------------------
 
     def start_decoding(self, src: Tensor, src_lengths: Tensor) -> dict:
         context, hidden = self.encode(src, src_lengths)
@@ -190,7 +190,7 @@ class AttentionSeq2Seq(Decodable, nn.Module):
         _, _, weights = self.decoder(tgt_in, state, memory, mask)
         return weights
 
-    # --- the decoding protocol of seqlab.decoding ---------------------------------------------
+    # --- the decoding protocol of seqlab.models.decoding ---------------------------------------------
 
     def start_decoding(self, src: Tensor, src_lengths: Tensor) -> dict:
         memory, mask, hidden = self.encode(src, src_lengths)

@@ -7,7 +7,7 @@ import numpy as np
 from matplotlib import font_manager
 
 # Few machines have a Chinese font; seqlab ships the few glyphs its tasks use (see fonts/LICENSE).
-_CJK_FONT = Path(__file__).resolve().parent / "fonts" / "cjk-subset.ttf"
+_CJK_FONT = Path(__file__).resolve().parents[1] / "fonts" / "cjk-subset.ttf"
 font_manager.fontManager.addfont(str(_CJK_FONT))
 #: Font families for labels that may mix Latin and Chinese: DejaVu first, the Chinese subset as fallback.
 LABEL_FONTS = ["DejaVu Sans", font_manager.FontProperties(fname=_CJK_FONT).get_name()]

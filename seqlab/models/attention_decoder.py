@@ -16,16 +16,16 @@ The loop runs s_0 → ctx_1 → s_1 → ctx_2 → ...: the previous decoder stat
 import torch
 from torch import Tensor, nn
 
-from seqlab.attention import Attention
-from seqlab.checks import check_not_empty, check_shape, check_token_ids
-from seqlab.decoder import ContextDecoder
-from seqlab.rnn import hidden_state
+from seqlab.core.checks import check_not_empty, check_shape, check_token_ids
+from seqlab.models.attention import Attention
+from seqlab.models.decoder import ContextDecoder
+from seqlab.models.rnn import hidden_state
 
 
 class AttentionDecoder(nn.Module):
     """A recurrent decoder that attends over the encoder states at every step.
 
-    It is chapter 3's :class:`~seqlab.decoder.ContextDecoder`, which reads a context vector at every
+    It is chapter 3's :class:`~seqlab.models.decoder.ContextDecoder`, which reads a context vector at every
     step, with one change: the context is no longer fixed, it is recomputed by attention before each
     step, with the previous decoder state as the query.
 
@@ -34,7 +34,7 @@ class AttentionDecoder(nn.Module):
         embedding_size: size E of the target embeddings.
         hidden_size: size H of the decoder state (the attention query).
         memory_size: size M of each encoder state (the keys and values).
-        scorer: a scorer module of :mod:`seqlab.attention`.
+        scorer: a scorer module of :mod:`seqlab.models.attention`.
         cell: ``"rnn"``, ``"lstm"`` or ``"gru"``.
         num_layers: stacked layers L; the top layer's state is the query.
         dropout: dropout on the embeddings and before the output layer.

@@ -9,7 +9,7 @@ pooling scores every position's state with learned parameters that are the same 
     weights = masked_softmax(scores, mask)    (B, 1, S), padding gets exactly 0
     pooled  = weights @ states                (B, 1, D)
 
-It is chapter 4's :class:`~seqlab.attention.Attention` with a query that is a parameter, not a
+It is chapter 4's :class:`~seqlab.models.attention.Attention` with a query that is a parameter, not a
 decoder state. With the additive score, ``e_i = wᵀ tanh(W_k h_i + W_q q + b)``: since ``q`` is the
 same for every sequence, ``q`` and ``W_q`` reach the scores only through the one vector ``W_q q + b``,
 which the bias ``b`` alone could learn, so their ``D_q + A·D_q`` numbers are redundant parameters
@@ -22,11 +22,11 @@ fixed query.
 import torch
 from torch import Tensor, nn
 
-from seqlab.attention import AdditiveScorer, Attention
-from seqlab.checks import check_mask, check_shape
-from seqlab.encoder import Encoder, last_layer_directions, per_direction
-from seqlab.padding import lengths_to_mask
-from seqlab.rnn import hidden_state
+from seqlab.core.checks import check_mask, check_shape
+from seqlab.core.padding import lengths_to_mask
+from seqlab.models.attention import AdditiveScorer, Attention
+from seqlab.models.encoder import Encoder, last_layer_directions, per_direction
+from seqlab.models.rnn import hidden_state
 
 
 class AttentionPooling(nn.Module):

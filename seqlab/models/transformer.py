@@ -10,8 +10,8 @@ order, so :func:`sinusoidal_positions` are added to the embeddings.
   torch.nn.TransformerEncoderLayer's and TransformerDecoderLayer's parameter names (``norm_first=True``);
 * :class:`Transformer`: embeddings + positions, the two stacks, and an output layer, with the course's
   model contract (``model(src, src_lengths, tgt_in)``, ``greedy_decode``, ``beam_search``);
-* :class:`~seqlab.multihead.MultiHeadAttention` and :func:`~seqlab.multihead.causal_mask`, from
-  :mod:`seqlab.multihead`, are importable from here too.
+* :class:`~seqlab.models.multihead.MultiHeadAttention` and :func:`~seqlab.models.multihead.causal_mask`, from
+  :mod:`seqlab.models.multihead`, are importable from here too.
 
 ``hidden_size`` means what it means in every seqlab model: the size of each encoder output and of the
 decoder's state at each position (the paper's :math:`d_{model}`).
@@ -23,11 +23,11 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from seqlab.checks import check_at_least_one, check_not_empty, check_shape, check_token_ids
-from seqlab.decoding import Decodable
-from seqlab.encoder import check_lengths
-from seqlab.multihead import MultiHeadAttention, causal_mask
-from seqlab.padding import PAD_ID, lengths_to_mask
+from seqlab.core.checks import check_at_least_one, check_not_empty, check_shape, check_token_ids
+from seqlab.core.padding import PAD_ID, lengths_to_mask
+from seqlab.models.decoding import Decodable
+from seqlab.models.encoder import check_lengths
+from seqlab.models.multihead import MultiHeadAttention, causal_mask
 
 __all__ = [
     "MultiHeadAttention",
@@ -296,7 +296,7 @@ class Transformer(Decodable, nn.Module):
             "cross": torch.stack(cross_weights, dim=1),  # (B, L, M, T, S)
         }
 
-    # --- the decoding protocol of seqlab.decoding ---------------------------------------------
+    # --- the decoding protocol of seqlab.models.decoding ---------------------------------------------
 
     def start_decoding(self, src: Tensor, src_lengths: Tensor) -> dict:
         memory, mask, _ = self.encode(src, src_lengths)

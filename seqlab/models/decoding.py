@@ -19,10 +19,10 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from seqlab.checks import check_at_least_one, check_in_range, check_not_empty, check_shape
-from seqlab.device import evaluating
-from seqlab.padding import BOS_ID, EOS_ID, PAD_ID
-from seqlab.rnn import map_state
+from seqlab.core.checks import check_at_least_one, check_in_range, check_not_empty, check_shape
+from seqlab.core.device import evaluating
+from seqlab.core.padding import BOS_ID, EOS_ID, PAD_ID
+from seqlab.models.rnn import map_state
 
 
 @dataclass

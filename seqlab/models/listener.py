@@ -5,17 +5,17 @@ audio (100 frames a second). The listener is a bidirectional GRU over the frames
 **pyramidal** layers then concatenate each pair of neighbouring states and read the result with
 another bidirectional GRU, halving the length each time, so the speller attends over fewer, richer
 states (Chan et al. use three such layers: 8 times fewer). Its states are the memory of
-:class:`~seqlab.memory_seq2seq.MemorySeq2Seq`; the speller is chapter 4's attention decoder.
+:class:`~seqlab.models.memory_seq2seq.MemorySeq2Seq`; the speller is chapter 4's attention decoder.
 """
 
 import editdistance
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from seqlab import checks
-from seqlab.checks import check_shape
-from seqlab.encoder import last_layer_directions
-from seqlab.padding import lengths_to_mask
+from seqlab.core import checks
+from seqlab.core.checks import check_shape
+from seqlab.core.padding import lengths_to_mask
+from seqlab.models.encoder import last_layer_directions
 
 
 class Listener(nn.Module):

@@ -14,8 +14,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from seqlab.checks import check_not_empty, check_shape, check_token_ids
-from seqlab.rnn import CELLS, TORCH_LAYERS
+from seqlab.core.checks import check_not_empty, check_shape, check_token_ids
+from seqlab.models.rnn import CELLS, TORCH_LAYERS
 
 
 class ContextDecoder(nn.Module):

@@ -8,9 +8,9 @@
 import torch
 from rouge_score import rouge_scorer
 
+from seqlab.core.device import check_model_device, evaluating
 from seqlab.data.extended_vocab import decode_extended, make_pointer_batch
-from seqlab.device import check_model_device, evaluating
-from seqlab.pointer import PointerGenerator, mean_overlap
+from seqlab.models.pointer import PointerGenerator, mean_overlap
 
 ROUGE_TYPES = ("rouge1", "rouge2", "rougeL")
 

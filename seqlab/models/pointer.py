@@ -24,11 +24,18 @@ coverage ``cov_{t,i}``.
 import torch
 from torch import Tensor, nn
 
-from seqlab.attention import AdditiveScorer, masked_softmax
-from seqlab.checks import check_in_range, check_int_at_least, check_mask, check_not_empty, check_shape, check_token_ids
-from seqlab.decoding import Decodable
-from seqlab.padding import PAD_ID, UNK_ID, lengths_to_mask
-from seqlab.seq2seq import encoder_and_bridge
+from seqlab.core.checks import (
+    check_in_range,
+    check_int_at_least,
+    check_mask,
+    check_not_empty,
+    check_shape,
+    check_token_ids,
+)
+from seqlab.core.padding import PAD_ID, UNK_ID, lengths_to_mask
+from seqlab.models.attention import AdditiveScorer, masked_softmax
+from seqlab.models.decoding import Decodable
+from seqlab.models.seq2seq import encoder_and_bridge
 
 
 def final_distribution(vocab_probs: Tensor, attn: Tensor, p_gen: Tensor, src_ext_ids: Tensor, n_oov: int) -> Tensor:
@@ -169,7 +176,7 @@ class PointerGenerator(Decodable, nn.Module):
 
     Args:
         vocab_size: V, the shared vocabulary (id 0 is padding).
-        embedding_size, hidden_size: as for :class:`~seqlab.seq2seq.AttentionSeq2Seq`
+        embedding_size, hidden_size: as for :class:`~seqlab.models.seq2seq.AttentionSeq2Seq`
             (a bidirectional GRU encoder with ``hidden_size // 2`` units per direction).
         coverage_weight: λ of the coverage loss; 0 switches coverage off (the attention gets zeros
             and no coverage loss is added). :meth:`enable_coverage` switches it on later.
@@ -254,7 +261,7 @@ class PointerGenerator(Decodable, nn.Module):
     def forward(self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor) -> Tensor:
         return self.forward_with_details(src, src_lengths, tgt_in)["probs"]  # (B, T, V + n_oov)
 
-    # --- the decoding protocol of seqlab.decoding ---------------------------------------------
+    # --- the decoding protocol of seqlab.models.decoding ---------------------------------------------
 
     def decode_step(self, prev_tokens: Tensor, state: dict) -> tuple:
         probs, state, _ = self.step(prev_tokens, state)

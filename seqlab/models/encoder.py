@@ -6,16 +6,17 @@ reading ``x_1..x_i`` and the backward state after reading ``x_S..x_i`` (``S`` th
 positions count from 1 as in the book, from 0 in code): each token sees its left *and* its right context.
 
 Padding: every sequence is read up to its own length. The backward direction must start at the last
-*real* token, not on padding; torch's packed sequences (or ``lengths=`` for seqlab.rnn) do exactly that.
+*real* token, not on padding; torch's packed sequences (or ``lengths=`` for seqlab.models.rnn) do exactly that.
 """
 
 import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from seqlab import checks, rnn
-from seqlab.checks import check_not_empty, check_shape, check_token_ids
-from seqlab.rnn import CELLS
+from seqlab.core import checks
+from seqlab.core.checks import check_not_empty, check_shape, check_token_ids
+from seqlab.models import rnn
+from seqlab.models.rnn import CELLS
 
 
 def check_lengths(src: Tensor, src_lengths: Tensor) -> None:
@@ -51,7 +52,7 @@ class Encoder(nn.Module):
         num_layers: stacked recurrent layers L.
         bidirectional: read the sequence in both directions (D = 2) or left to right only (D = 1).
         dropout: dropout on the embeddings and between layers.
-        from_scratch: use chapter 1's ``seqlab.rnn`` layers instead of torch.nn's fused ones (same
+        from_scratch: use chapter 1's ``seqlab.models.rnn`` layers instead of torch.nn's fused ones (same
             parameters, same results: for reading and checking; the chapters train the fused ones, and
             ``make bench`` measures how the speeds compare).
 
