@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch.testing import assert_close
 
-from seqlab.captioning import RegionCNN
+from seqlab.core.padding import BOS_ID
 from seqlab.data import (
     COLOURS,
     ENTAILMENT_LABELS,
@@ -23,12 +23,12 @@ from seqlab.data import (
     shapes_task,
     speech_task,
 )
-from seqlab.encoder import Encoder
-from seqlab.entailment import EntailmentClassifier
-from seqlab.listener import Listener, character_error_rate
-from seqlab.memory_seq2seq import MemorySeq2Seq
-from seqlab.padding import BOS_ID
-from seqlab.pooling import AttentionPooling, PooledClassifier
+from seqlab.models.captioning import RegionCNN
+from seqlab.models.encoder import Encoder
+from seqlab.models.entailment import EntailmentClassifier
+from seqlab.models.listener import Listener, character_error_rate
+from seqlab.models.memory_seq2seq import MemorySeq2Seq
+from seqlab.models.pooling import AttentionPooling, PooledClassifier
 
 # --- the data -------------------------------------------------------------------------------------
 
@@ -251,7 +251,7 @@ def test_region_cnn_flattened_summary_keeps_positions_and_the_default_draws():
     ],
 )
 def test_experiments_take_their_sizes_and_report_per_item_results(experiment, kwargs, figure):
-    from seqlab import applications
+    from seqlab.experiments import applications
 
     result = getattr(applications, experiment)(n_train=8, n_test=6, epochs=1, batch_size=4, **kwargs)
     assert result["parameters"] == sum(p.numel() for p in result["model"].parameters())
@@ -330,8 +330,8 @@ class _FixedWeights(torch.nn.Module):
 
 
 def test_clause_attention_is_the_share_on_the_hypothesis_clause():
-    from seqlab.applications import clause_attention
     from seqlab.data import Vocab
+    from seqlab.experiments.applications import clause_attention
 
     premise = "two red dogs run while three buses wait".split()
     test = [(premise, "three vehicles wait".split(), "entailment"), (premise, "two dogs run".split(), "entailment")]
@@ -344,8 +344,8 @@ def test_clause_attention_is_the_share_on_the_hypothesis_clause():
 
 
 def test_clause_attention_counts_only_the_hypothesis_clause_of_three():
-    from seqlab.applications import clause_attention
     from seqlab.data import Vocab
+    from seqlab.experiments.applications import clause_attention
 
     # clauses: positions 0-3 ("two red dogs run"), 5-7 ("three buses wait"), 9-11 ("four women sing")
     premise = "two red dogs run while three buses wait while four women sing".split()
@@ -359,8 +359,8 @@ def test_clause_attention_counts_only_the_hypothesis_clause_of_three():
 
 
 def test_caption_alignment_counts_words_looking_at_their_shape():
-    from seqlab.applications import caption_alignment
     from seqlab.data import Vocab
+    from seqlab.experiments.applications import caption_alignment
 
     images, captions = shapes_task(1, noise=0.0, seed=0)
     cells = images[0].abs().view(3, 3, 8, 3, 8).sum(dim=(0, 2, 4)).flatten()  # (9,): the occupied regions
@@ -375,8 +375,8 @@ def test_caption_alignment_counts_words_looking_at_their_shape():
 
 
 def test_speech_alignment_reads_spans_and_monotonicity():
-    from seqlab.applications import speech_alignment
     from seqlab.data import Vocab
+    from seqlab.experiments.applications import speech_alignment
 
     test = [(torch.zeros(10, 4), ["a", "b"], [(1, 3), (5, 8)]), (torch.zeros(10, 4), ["b", "a"], [(1, 4), (6, 9)])]
     vocab = Vocab.build([c for _, c, _ in test])

@@ -1,4 +1,4 @@
-"""seqlab.attention: every scorer against a naive loop, masked softmax properties, gradients."""
+"""seqlab.models.attention: every scorer against a naive loop, masked softmax properties, gradients."""
 
 import math
 
@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 from torch.testing import assert_close
 
-from seqlab.attention import (
+from seqlab.models.attention import (
     AdditiveScorer,
     Attention,
     BilinearScorer,

@@ -5,9 +5,9 @@ import torch
 from test_decoder_references import attention_decoder_run
 from torch.testing import assert_close
 
-from seqlab.attention import SCORERS
-from seqlab.padding import BOS_ID
-from seqlab.seq2seq import AttentionSeq2Seq
+from seqlab.core.padding import BOS_ID
+from seqlab.models.attention import SCORERS
+from seqlab.models.seq2seq import AttentionSeq2Seq
 
 SRC = torch.tensor([[5, 6, 7, 8, 9], [4, 5, 0, 0, 0], [9, 8, 7, 0, 0]])  # (B, S), padded with 0
 LENGTHS = torch.tensor([5, 2, 3])

@@ -13,21 +13,21 @@ import torch
 import torch.nn.functional as F
 from torch.testing import assert_close
 
-import seqlab.attention_decoder
-import seqlab.decoder
-import seqlab.pointer
-from seqlab import rnn
-from seqlab.attention import Attention, CosineScorer, DotScorer, masked_softmax
-from seqlab.attention_decoder import AttentionDecoder
+import seqlab.models.attention_decoder
+import seqlab.models.decoder
+import seqlab.models.pointer
+from seqlab.core.padding import lengths_to_mask
 from seqlab.data import Vocab
-from seqlab.decoder import ContextDecoder
-from seqlab.decoding import BigramTable
-from seqlab.encoder import Encoder
-from seqlab.memory import LastStateClassifier
-from seqlab.padding import lengths_to_mask
-from seqlab.pointer import PointerGenerator, coverage_loss, final_distribution
-from seqlab.seq2seq import AttentionSeq2Seq, Seq2Seq
-from seqlab.train import sequence_nll
+from seqlab.experiments.memory import LastStateClassifier
+from seqlab.experiments.train import sequence_nll
+from seqlab.models import rnn
+from seqlab.models.attention import Attention, CosineScorer, DotScorer, masked_softmax
+from seqlab.models.attention_decoder import AttentionDecoder
+from seqlab.models.decoder import ContextDecoder
+from seqlab.models.decoding import BigramTable
+from seqlab.models.encoder import Encoder
+from seqlab.models.pointer import PointerGenerator, coverage_loss, final_distribution
+from seqlab.models.seq2seq import AttentionSeq2Seq, Seq2Seq
 
 SRC_V, TGT_V = 10, 8  # vocabulary sizes of the small models below
 SRC = torch.tensor([[4, 5, 6], [7, 8, 0]])  # (B, S) = (2, 3)
@@ -204,7 +204,7 @@ def _error_cases():
         "7 ids",
     )
 
-    # seqlab.rnn: sizes, a sequence without steps, fractional lengths.
+    # seqlab.models.rnn: sizes, a sequence without steps, fractional lengths.
     for layer in (rnn.RNN, rnn.LSTM, rnn.GRU):
         name = layer.__name__
         case(f"{name}(3, 0)", lambda c=layer: c(3, 0), "hidden_size", "0")
@@ -473,9 +473,9 @@ def _count_calls(monkeypatch, module, name):
 
 
 EXPECTED_CHECKS = {
-    "Seq2Seq": {"seqlab.decoder": 1},
-    "AttentionSeq2Seq": {"seqlab.attention_decoder": 1},
-    "PointerGenerator": {"seqlab.pointer": 4},
+    "Seq2Seq": {"seqlab.models.decoder": 1},
+    "AttentionSeq2Seq": {"seqlab.models.attention_decoder": 1},
+    "PointerGenerator": {"seqlab.models.pointer": 4},
 }
 
 
@@ -484,7 +484,7 @@ def test_token_ids_are_checked_once_per_call_not_per_step(monkeypatch, model_nam
     model = MODELS[model_name]()
     counted = {
         module.__name__: _count_calls(monkeypatch, module, "check_token_ids")
-        for module in (seqlab.decoder, seqlab.attention_decoder, seqlab.pointer)
+        for module in (seqlab.models.decoder, seqlab.models.attention_decoder, seqlab.models.pointer)
     }
     long_target = torch.randint(4, TGT_V, (2, 12))
     model(SRC, SRC_LENGTHS, long_target)  # 12 teacher-forced steps
@@ -497,7 +497,7 @@ def test_token_ids_are_checked_once_per_call_not_per_step(monkeypatch, model_nam
 
 
 def test_the_pointer_generators_step_does_not_run_final_distributions_checks(monkeypatch):
-    calls = _count_calls(monkeypatch, seqlab.pointer, "check_in_range")
+    calls = _count_calls(monkeypatch, seqlab.models.pointer, "check_in_range")
     model = pointer_generator()
     model(SRC, SRC_LENGTHS, torch.randint(4, SRC_V, (2, 12)))
     model.greedy_decode(SRC, SRC_LENGTHS, 12)

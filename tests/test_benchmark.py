@@ -15,7 +15,7 @@ def test_the_benchmark_runs_and_writes_its_report(tmp_path):
     done = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     report = (tmp_path / "latest.md").read_text()
-    for section in ("seqlab.rnn against torch.nn", "d2l 1.0.3", "against the source length"):
+    for section in ("seqlab.models.rnn against torch.nn", "d2l 1.0.3", "against the source length"):
         assert section in report
     assert (tmp_path / "time_vs_length.png").stat().st_size > 0
 

@@ -32,7 +32,7 @@
 | pad_id ignored | real positions are ``targets != 0`` whatever ``pad_id`` says | by hand |
 | eos ruled out from 0 | steps counted from 0: <eos> ruled out at steps 1..min_len + 1 | by hand |
 | step delegated | ``decoder.step`` whatever the pool size (the chapter's step: right only at J = 1) | maxout |
-| greedy delegated | ``seqlab.decoding.greedy_search`` as it is: ``min_len`` ignored | by hand |
+| greedy delegated | ``seqlab.models.decoding.greedy_search`` as it is: ``min_len`` ignored | by hand |
 | eos padded over | ``done`` updated before the padding: the row's <eos> becomes padding | by hand, translator |
 
 Every bug is caught by a visible test of its own task first, and that test's message starts with the
@@ -45,7 +45,7 @@ rows with indexing, as one weighted sum with ``torch.where``, and with seqlab's 
 sentence_mean_nll with torch's ``nll_loss``
 and its ``ignore_index``; greedy_decode with a ``masked_fill`` of the <eos> column, with the raw choices padded
 after each row's end step at the end, with per-row lists padded by seqlab, through
-``seqlab.decoding.greedy_search`` around a step that calls decoder_step, and with ``topk(2)``.
+``seqlab.models.decoding.greedy_search`` around a step that calls decoder_step, and with ``topk(2)``.
 """
 
 from buggy_answers import Bug, Variant, exercise_tests
@@ -176,7 +176,7 @@ BUGS = {
         [
             (
                 "    context, state = model.encode(src, src_lengths)",
-                "    from seqlab.decoding import greedy_search\n\n"
+                "    from seqlab.models.decoding import greedy_search\n\n"
                 "    start = model.start_decoding(src, src_lengths)\n"
                 "    return greedy_search(model, start, len(src), max_len, src.device)\n"
                 "    context, state = model.encode(src, src_lengths)",
@@ -192,7 +192,7 @@ BUGS = {
 STEP_HEAD = "def decoder_step(decoder, prev_tokens, state, context, pool_size=1):\n"
 LOSS_HEAD = "def sentence_mean_nll(log_probs, targets, pad_id=0):\n"
 GREEDY_HEAD = (
-    "from seqlab.padding import BOS_ID, EOS_ID, PAD_ID\n\n\n@torch.no_grad()\n"
+    "from seqlab.core.padding import BOS_ID, EOS_ID, PAD_ID\n\n\n@torch.no_grad()\n"
     "def greedy_decode(model, src, src_lengths, max_len, min_len=0):\n"
 )
 VARIANTS = {
@@ -279,7 +279,7 @@ VARIANTS = {
     "loss_sequence_nll_per_row": Variant(
         "sentence_mean_nll",
         LOSS_HEAD
-        + """    from seqlab.train import sequence_nll
+        + """    from seqlab.experiments.train import sequence_nll
 
     rows = [b for b in range(len(targets)) if (targets[b] != pad_id).any()]
     if not rows:
@@ -354,7 +354,7 @@ VARIANTS = {
     "greedy_lists_per_row": Variant(
         "greedy_decode",
         GREEDY_HEAD
-        + """    from seqlab.decoding import pad_token_lists
+        + """    from seqlab.models.decoding import pad_token_lists
 
     context, state = model.encode(src, src_lengths)
     B = src.shape[0]
@@ -382,10 +382,10 @@ VARIANTS = {
     "greedy_through_seqlab_greedy_search": Variant(
         "greedy_decode",
         GREEDY_HEAD
-        + """    from seqlab.decoding import greedy_search
+        + """    from seqlab.models.decoding import greedy_search
 
     class WithMyStep:
-        # seqlab.decoding's protocol: every step through decoder_step, <eos> ruled out for min_len steps
+        # seqlab.models.decoding's protocol: every step through decoder_step, <eos> ruled out for min_len steps
         def __init__(self):
             self.t = 0
 

@@ -30,7 +30,7 @@
 Correct variants added in review: the step through ``AttentionDecoder.step`` with the location term folded into
 the prepared keys (chapter 4's scorer reading the features as extra key features, the reuse the text allows;
 the features are still the student's ``location_features``), features by a matrix of shifts (einsum), and greedy
-decoding through ``seqlab.decoding.greedy_search`` with (s, alpha) as its state (the loop is chapter 3's: with
+decoding through ``seqlab.models.decoding.greedy_search`` with (s, alpha) as its state (the loop is chapter 3's: with
 that reuse, which the text allows, the student's own part is alpha_0 and carrying alpha; task 4 keeps its 6 points).
 """
 
@@ -352,7 +352,7 @@ VARIANTS = {
     ),
     "greedy_through_seqlabs_greedy_search": Variant(
         GREEDY,
-        """from seqlab.decoding import greedy_search
+        """from seqlab.models.decoding import greedy_search
 
 
 class _CarriesTheWeights:

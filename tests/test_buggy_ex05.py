@@ -102,7 +102,7 @@ BUGS = {
         [
             (
                 PROJECT_KEYS,
-                "from seqlab.attention import BilinearScorer\n"
+                "from seqlab.models.attention import BilinearScorer\n"
                 "    scorer = BilinearScorer(queries.shape[-1], keys.shape[-1]).to(queries)",
             ),
             (PROJECT_QUERIES, "pass"),
@@ -246,7 +246,7 @@ VARIANTS = {
     ),
     "low_rank_reuses_dot_scorer": Variant(
         "low_rank_bilinear_scores",
-        """from seqlab.attention import DotScorer
+        """from seqlab.models.attention import DotScorer
 
 
 def low_rank_bilinear_scores(queries, keys, query_factor, key_factor):
@@ -281,7 +281,7 @@ def low_rank_bilinear_scores(queries, keys, query_factor, key_factor):
     ),
     "alibi_reuses_scaled_dot_scorer": Variant(
         "alibi_scores",
-        """from seqlab.attention import ScaledDotScorer
+        """from seqlab.models.attention import ScaledDotScorer
 
 
 def alibi_scores(queries, keys, slope, causal=False):
@@ -336,7 +336,7 @@ def key_strength_scores(queries, keys, w_kappa, b_kappa, eps=1e-8):
     ),
     "key_strength_reuses_cosine_scorer": Variant(
         "key_strength_scores",
-        """from seqlab.attention import CosineScorer
+        """from seqlab.models.attention import CosineScorer
 
 
 def key_strength_scores(queries, keys, w_kappa, b_kappa, eps=1e-8):

@@ -39,12 +39,12 @@
 | exp without the max | exp(e) / sum exp(e): overflow at +100 | coverage padding |
 
 Every bug is caught by a visible test of its own task first, its message naming the function. Correct variants:
-task 1 through seqlab.pointer.final_distribution with p_gen = sigmoid(e_sent - logsumexp), as a loop over rows
+task 1 through seqlab.models.pointer.final_distribution with p_gen = sigmoid(e_sent - logsumexp), as a loop over rows
 with index_add, and with a hand-written stable softmax and a one-hot product; task 2 flattened to B * T rows with
 the pointer term from its own softmax, as a loop over the real steps, and with boolean selection; task 3 as a loop
-over steps calling seqlab.pointer.coverage_loss, by a log-sum-exp and a triangular matrix of earlier steps, with
+over steps calling seqlab.models.pointer.coverage_loss, by a log-sum-exp and a triangular matrix of earlier steps, with
 seqlab's masked_softmax over the positions and the sentinel and cumsum minus the step, and with the student's own
-sentinel_mixture (a zero-width vocabulary, one column per position) and seqlab.pointer.mean_overlap (allowed
+sentinel_mixture (a zero-width vocabulary, one column per position) and seqlab.models.pointer.mean_overlap (allowed
 reuse: the shares and their coverage are the student's). Task 3 was chapter 6's coverage of alpha_t, which
 mean_overlap computes once the coverage is an exclusive cumsum; since the review it is the coverage of the
 pointer's shares, and that delegating answer is a bug (coverage of attention through seqlab).
@@ -197,8 +197,8 @@ BUGS = {
             (
                 "S = scores.shape[2]",
                 "from types import SimpleNamespace\n\n"
-                "    from seqlab.attention import masked_softmax\n"
-                "    from seqlab.pointer import mean_overlap\n\n"
+                "    from seqlab.models.attention import masked_softmax\n"
+                "    from seqlab.models.pointer import mean_overlap\n\n"
                 "    attn = masked_softmax(scores, src_mask)\n"
                 '    out = {"attn": attn, "coverage": attn.cumsum(dim=1) - attn}\n'
                 "    return mean_overlap(out, SimpleNamespace(src_mask=src_mask, tgt_mask=tgt_mask))",
@@ -220,13 +220,13 @@ VARIANTS = {
     "mixture_through_seqlab": Variant(
         "sentinel_mixture",
         """def sentinel_mixture(vocab_probs, scores, sentinel_score, src_ext_ids, n_oov, mask):
-    import seqlab.pointer
-    from seqlab.attention import masked_softmax
+    import seqlab.models.pointer
+    from seqlab.models.attention import masked_softmax
 
     alpha = masked_softmax(scores.unsqueeze(1), mask).squeeze(1)  # (B, S): the book's attention
     real = scores.masked_fill(~mask, float("-inf"))
     p_gen = torch.sigmoid(sentinel_score - torch.logsumexp(real, dim=1, keepdim=True))  # e^s / (e^s + sum e^e)
-    return seqlab.pointer.final_distribution(vocab_probs, alpha, p_gen, src_ext_ids, n_oov)
+    return seqlab.models.pointer.final_distribution(vocab_probs, alpha, p_gen, src_ext_ids, n_oov)
 """,
     ),
     "mixture_row_by_row": Variant(
@@ -325,7 +325,7 @@ VARIANTS = {
     "coverage_through_seqlab": Variant(
         "sequence_coverage_loss",
         """def sequence_coverage_loss(scores, sentinel_score, src_mask, tgt_mask):
-    from seqlab.pointer import coverage_loss
+    from seqlab.models.pointer import coverage_loss
 
     B, T, S = scores.shape
     copied = scores.new_zeros(B, S)
@@ -356,7 +356,7 @@ VARIANTS = {
     "coverage_cumsum_minus_step": Variant(
         "sequence_coverage_loss",
         """def sequence_coverage_loss(scores, sentinel_score, src_mask, tgt_mask):
-    from seqlab.attention import masked_softmax
+    from seqlab.models.attention import masked_softmax
 
     B, T, S = scores.shape
     everything = torch.cat([scores, sentinel_score], dim=2)
@@ -368,14 +368,14 @@ VARIANTS = {
 """,
     ),
     # The most delegating answer the text allows: the shares from the student's own sentinel_mixture (a zero-width
-    # vocabulary and one column per position), the coverage built, seqlab.pointer.mean_overlap for the masked
+    # vocabulary and one column per position), the coverage built, seqlab.models.pointer.mean_overlap for the masked
     # mean. The shares and their coverage are the student's: full marks, as it should.
     "coverage_with_sentinel_mixture_and_mean_overlap": Variant(
         "sequence_coverage_loss",
         """def sequence_coverage_loss(scores, sentinel_score, src_mask, tgt_mask):
     from types import SimpleNamespace
 
-    from seqlab.pointer import mean_overlap
+    from seqlab.models.pointer import mean_overlap
 
     B, T, S = scores.shape
     positions = torch.arange(S, device=scores.device).expand(B, S)

@@ -137,7 +137,7 @@ VARIANTS = {
     # padded gradients are about 1e-17, not exactly 0: correct).
     "weights_by_seqlab_masked_softmax": Variant(
         WEIGHTS,
-        "from seqlab.attention import masked_softmax\n\n\n"
+        "from seqlab.models.attention import masked_softmax\n\n\n"
         "def pooling_weights(states, mask, key_weight, bias, w):\n"
         "    hidden = torch.tanh(states @ key_weight.T + bias)  # (B, S, A)\n"
         "    scores = (hidden @ w.T).transpose(1, 2)  # (B, M, S): one row per head\n"
@@ -190,7 +190,7 @@ VARIANTS = {
     # parameters (torch.func.functional_call keeps them in the graph): reuse the text allows, full marks.
     "weights_by_attention_pooling_per_head": Variant(
         WEIGHTS,
-        "from seqlab.pooling import AttentionPooling\n\n\n"
+        "from seqlab.models.pooling import AttentionPooling\n\n\n"
         "def pooling_weights(states, mask, key_weight, bias, w):\n"
         "    A, Dk = key_weight.shape\n"
         "    pooling = AttentionPooling(input_size=Dk, query_size=A).to(device=states.device, dtype=states.dtype)\n"

@@ -279,7 +279,7 @@ VARIANTS = {
     ),
     "attention_head_by_head_with_masked_softmax": Variant(
         "grouped_attention",
-        """from seqlab.attention import masked_softmax
+        """from seqlab.models.attention import masked_softmax
 
 
 def grouped_attention(q, k, v, mask=None):

@@ -1,4 +1,4 @@
-"""The tolerance words (seqlab.claims): each check against hand-worked cases, and every chapter that
+"""The tolerance words (seqlab.experiments.claims): each check against hand-worked cases, and every chapter that
 writes one of the words calls the check that guards it (issue 23)."""
 
 import json
@@ -9,7 +9,7 @@ import pytest
 import torch
 from torch import nn
 
-from seqlab import claims
+from seqlab.experiments import claims
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((ROOT / "book").glob("[0-9][0-9]_*.ipynb"))

@@ -340,7 +340,7 @@ def test_leak_check_finds_solutions_in_html(tmp_path):
         ("tensor(0.5000, device='cuda:1', grad_fn=<AddBackward0>)", "tensor(0.5000, grad_fn=<AddBackward0>)"),
         ("running on device='cuda:0'", "running on device='cpu'"),
         ("device(type='cuda', index=0)", "device(type='cpu')"),
-        ("<seqlab.rnn.LSTM object at 0x7f3a2c1d9e80>", "<seqlab.rnn.LSTM object at 0x55d0c0ffee00>"),
+        ("<seqlab.models.rnn.LSTM object at 0x7f3a2c1d9e80>", "<seqlab.models.rnn.LSTM object at 0x55d0c0ffee00>"),
     ],
 )
 def test_nbval_sanitize_rules(gpu, cpu):

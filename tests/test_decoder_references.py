@@ -13,7 +13,7 @@ import torch
 from torch import Tensor, nn
 from torch.testing import assert_close
 
-from seqlab.attention import AdditiveScorer, BilinearScorer, CosineScorer, DotScorer, ScaledDotScorer
+from seqlab.models.attention import AdditiveScorer, BilinearScorer, CosineScorer, DotScorer, ScaledDotScorer
 
 # ----------------------------------------------------------------------------------------------
 # Recurrent cells, from the gate equations, with the weights of a torch.nn.RNN / GRU / LSTM layer.

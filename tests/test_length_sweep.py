@@ -1,7 +1,7 @@
-"""seqlab.length_sweep: the data it builds and the shape of its results."""
+"""seqlab.experiments.length_sweep: the data it builds and the shape of its results."""
 
-from seqlab.length_sweep import LengthSweep
-from seqlab.seq2seq import Seq2Seq
+from seqlab.experiments.length_sweep import LengthSweep
+from seqlab.models.seq2seq import Seq2Seq
 
 
 def test_data_lengths_and_test_sets_are_distinct():

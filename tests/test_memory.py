@@ -1,9 +1,9 @@
-"""seqlab.memory: the long-lag task's labels and the classifier's wiring."""
+"""seqlab.experiments.memory: the long-lag task's labels and the classifier's wiring."""
 
 import pytest
 import torch
 
-from seqlab.memory import LastStateClassifier, memory_task, train_on_memory_task
+from seqlab.experiments.memory import LastStateClassifier, memory_task, train_on_memory_task
 
 
 def test_memory_task_labels_are_the_first_token():

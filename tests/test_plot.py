@@ -1,4 +1,4 @@
-"""seqlab.plot: attention heatmaps check their shapes and draw Chinese labels without missing glyphs."""
+"""seqlab.experiments.plot: attention heatmaps check their shapes and draw Chinese labels without missing glyphs."""
 
 import warnings
 from datetime import date
@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from seqlab import data
-from seqlab.plot import plot_attention
+from seqlab.experiments.plot import plot_attention
 
 
 def test_heatmap_checks_shapes():

@@ -1,12 +1,12 @@
-"""seqlab.pointer: the final distribution, the coverage loss and the pointer-generator model."""
+"""seqlab.models.pointer: the final distribution, the coverage loss and the pointer-generator model."""
 
 import pytest
 import torch
 from test_decoder_references import coverage_attend, stacked_step
 from torch.testing import assert_close
 
-from seqlab.padding import BOS_ID, EOS_ID, UNK_ID, lengths_to_mask
-from seqlab.pointer import (
+from seqlab.core.padding import BOS_ID, EOS_ID, UNK_ID, lengths_to_mask
+from seqlab.models.pointer import (
     EPSILON,
     CoverageAttention,
     PointerGenerator,

@@ -1,4 +1,4 @@
-"""seqlab.rnn against torch.nn: same parameters in, same outputs, states and gradients out."""
+"""seqlab.models.rnn against torch.nn: same parameters in, same outputs, states and gradients out."""
 
 import itertools
 
@@ -8,7 +8,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from torch.testing import assert_close
 
-from seqlab import rnn
+from seqlab.models import rnn
 
 B, S, I, H = 4, 6, 3, 5
 LENGTHS = torch.tensor([6, 2, 4, 1])  # unsorted, with a full-length and a one-step sequence

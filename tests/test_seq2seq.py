@@ -8,10 +8,10 @@ from test_decoder_references import context_decoder_run
 from torch.testing import assert_close
 
 from seqlab.data import BOS_ID, EOS_ID, PAD_ID
-from seqlab.decoding import BigramTable
-from seqlab.encoder import Bridge, Encoder, last_layer_directions
-from seqlab.seq2seq import Seq2Seq
-from seqlab.train import sequence_nll
+from seqlab.experiments.train import sequence_nll
+from seqlab.models.decoding import BigramTable
+from seqlab.models.encoder import Bridge, Encoder, last_layer_directions
+from seqlab.models.seq2seq import Seq2Seq
 
 SRC = torch.tensor([[5, 6, 7, 8, 9], [4, 5, 0, 0, 0], [9, 8, 7, 0, 0]])  # (B, S), padded with 0
 LENGTHS = torch.tensor([5, 2, 3])

@@ -1,9 +1,9 @@
-"""seqlab.summary on hand-made summaries."""
+"""seqlab.experiments.summary on hand-made summaries."""
 
 import pytest
 
 from seqlab.data import Vocab
-from seqlab.summary import oov_recall, repetition_rate, rouge, summary_quality
+from seqlab.experiments.summary import oov_recall, repetition_rate, rouge, summary_quality
 
 VOCAB = Vocab(["opened", "a", "bridge", "in", "."])
 

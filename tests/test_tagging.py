@@ -1,9 +1,9 @@
-"""seqlab.tagging: a left-to-right tagger is causal, a bidirectional one is not; training and scoring."""
+"""seqlab.experiments.tagging: a left-to-right tagger is causal, a bidirectional one is not; training and scoring."""
 
 import torch
 
 from seqlab import data
-from seqlab.tagging import Tagger, tag_accuracy, train_tagger
+from seqlab.experiments.tagging import Tagger, tag_accuracy, train_tagger
 
 TOKENS = torch.tensor([[4, 5, 6, 7, 8]])
 LENGTHS = torch.tensor([5])

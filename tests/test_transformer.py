@@ -1,4 +1,5 @@
-"""seqlab.multihead and seqlab.transformer (chapter 8) against torch.nn, the paper's formula, and the model contract."""
+"""seqlab.models.multihead and seqlab.models.transformer (chapter 8) against torch.nn, the paper's formula, and the
+model contract."""
 
 import math
 
@@ -7,8 +8,8 @@ import torch
 from torch.testing import assert_close
 
 from seqlab.data import BOS_ID, build_vocabs, reversal_task
-from seqlab.train import train_seq2seq
-from seqlab.transformer import (
+from seqlab.experiments.train import train_seq2seq
+from seqlab.models.transformer import (
     MultiHeadAttention,
     Transformer,
     TransformerDecoderLayer,
