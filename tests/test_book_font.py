@@ -8,6 +8,7 @@ the same in Chromium, on the rendered pages.
 
 import importlib.util
 import re
+import unicodedata
 from pathlib import Path
 
 import yaml
@@ -56,7 +57,56 @@ def test_the_book_serves_the_font_for_exactly_the_cjk_ranges():
     assert "seqlab/fonts" in config["sphinx"]["config"]["html_static_path"], "the build must copy the font"
 
 
-def test_is_cjk_matches_the_pattern():
-    for char in "你好，？。年月日ア가":
-        assert tool.is_cjk(char) == bool(re.fullmatch(tool.CJK_PATTERN, char)), char
-    assert tool.is_cjk("你") and tool.is_cjk("？") and not tool.is_cjk("a") and not tool.is_cjk("→")
+# Characters named by Unicode, not by code point: the reference is Unicode's own names, independent of
+# CJK_RANGES. The first and last character of every range, the glyphs the course prints, and neighbours
+# just outside the ranges that must stay Latin/other fonts' business.
+CJK_BY_NAME = [
+    "CJK RADICAL REPEAT",
+    "KANGXI RADICAL FLUTE",
+    "IDEOGRAPHIC SPACE",
+    "IDEOGRAPHIC FULL STOP",
+    "LEFT CORNER BRACKET",
+    "RIGHT WHITE CORNER BRACKET",
+    "IDEOGRAPHIC HALF FILL SPACE",
+    "HIRAGANA LETTER SMALL A",
+    "KATAKANA LETTER A",
+    "KATAKANA DIGRAPH KOTO",
+    "BOPOMOFO LETTER B",
+    "BOPOMOFO LETTER NN",
+    "CJK UNIFIED IDEOGRAPH-3400",
+    "CJK UNIFIED IDEOGRAPH-4DBF",
+    "CJK UNIFIED IDEOGRAPH-4E00",
+    "CJK UNIFIED IDEOGRAPH-9FFF",
+    "CJK COMPATIBILITY IDEOGRAPH-F900",
+    "CJK COMPATIBILITY IDEOGRAPH-FAD9",
+    "PRESENTATION FORM FOR VERTICAL TWO DOT LEADER",
+    "WAVY LOW LINE",
+    "FULLWIDTH EXCLAMATION MARK",
+    "FULLWIDTH COMMA",
+    "FULLWIDTH QUESTION MARK",
+    "HALFWIDTH WHITE CIRCLE",
+]
+NOT_CJK_BY_NAME = [
+    "LATIN SMALL LETTER A",
+    "EM DASH",
+    "LEFT DOUBLE QUOTATION MARK",
+    "RIGHTWARDS ARROW",
+    "HEXAGRAM FOR THE CREATIVE HEAVEN",
+    "YI SYLLABLE IT",
+    "HANGUL SYLLABLE GA",
+    "LATIN SMALL LIGATURE FF",
+    "SMALL COMMA",
+    "ZERO WIDTH NO-BREAK SPACE",
+]
+
+
+def test_the_cjk_ranges_hold_exactly_the_characters_unicode_names_so():
+    for name in CJK_BY_NAME + NOT_CJK_BY_NAME:
+        char, expected = unicodedata.lookup(name), name in CJK_BY_NAME
+        assert tool.is_cjk(char) is expected, f"is_cjk(U+{ord(char):04X} {name}) should be {expected}"
+        assert bool(re.fullmatch(tool.CJK_PATTERN, char)) is expected, f"CJK_PATTERN on {name}"
+        in_css = any(
+            int(low, 16) <= ord(char) <= int(high, 16)
+            for low, high in re.findall(r"U\+([0-9A-F]+)-([0-9A-F]+)", tool.css_unicode_range())
+        )
+        assert in_css is expected, f"the CSS unicode-range on {name}"
