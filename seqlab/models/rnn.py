@@ -14,6 +14,18 @@ Each cell's arithmetic lives in one ``*_update`` function, shared by the cell an
 
 Shape legend: B batch, S sequence length, I input size, H hidden size, D directions (1 or 2),
 L number of layers.
+
+Names this module owns, with one meaning across seqlab:
+
+* ``hidden_size`` (H) is torch.nn's: the size of the state of *one direction* of a recurrent cell or
+  layer. A bidirectional layer's output has ``D * hidden_size`` features per step. Every seqlab module
+  that builds a recurrent layer passes ``hidden_size`` on in this meaning (:class:`~seqlab.models.encoder.Encoder`,
+  the decoders); a size that means something else has its own name (``attention_size``, the additive
+  scorer's hidden layer; ``encoding_size``, each position's encoding in the tagger; ``output_size``,
+  an encoder's ``D * H``).
+* A recurrent *state* is ``h``, or the pair ``(h, c)`` for an LSTM. :func:`is_lstm_state` is the one
+  place that tells them apart (by type: the pair is a tuple); :func:`state_parts`,
+  :func:`hidden_state` and :func:`map_state` build on it, and every other module calls them.
 """
 
 import math
@@ -24,7 +36,18 @@ from torch import Tensor, nn
 
 from seqlab.core.checks import check_at_least_one, check_lengths, check_not_empty, check_shape
 
-__all__ = ["RNNCell", "LSTMCell", "GRUCell", "RNN", "LSTM", "GRU"]
+__all__ = [
+    "RNNCell",
+    "LSTMCell",
+    "GRUCell",
+    "RNN",
+    "LSTM",
+    "GRU",
+    "is_lstm_state",
+    "state_parts",
+    "hidden_state",
+    "map_state",
+]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -91,17 +114,45 @@ def reset_uniform(module: nn.Module) -> None:
         nn.init.uniform_(p, -bound, bound)
 
 
-def hidden_state(state):
+def is_lstm_state(state) -> bool:
+    """Whether ``state`` is an LSTM's pair ``(h, c)`` rather than a plain hidden state ``h``.
+
+    The one place where seqlab tells an LSTM's state from the others: by its type, a tuple (torch.nn's
+    LSTM takes and returns a tuple; its RNN and GRU a tensor).
+
+    Example::
+
+        >>> h, c = torch.zeros(1, 2, 3), torch.zeros(1, 2, 3)
+        >>> is_lstm_state((h, c)), is_lstm_state(h)
+        (True, False)
+    """
+    return isinstance(state, tuple)
+
+
+def state_parts(state) -> tuple:
+    """A recurrent state as a tuple of tensors: ``(h,)``, or ``(h, c)`` for an LSTM."""
+    return tuple(state) if is_lstm_state(state) else (state,)
+
+
+def hidden_state(state) -> Tensor:
     """The hidden state h of a recurrent state: the state itself, or the h of an LSTM's pair ``(h, c)``.
 
-    The one place where seqlab tells an LSTM's state from the others: by its type, a tuple.
+    Example::
+
+        >>> h, c = torch.ones(1, 2, 3), torch.zeros(1, 2, 3)
+        >>> hidden_state((h, c)) is h, hidden_state(h) is h
+        (True, True)
     """
-    return state[0] if isinstance(state, tuple) else state
+    return state_parts(state)[0]
 
 
 def map_state(function, state):
-    """Apply ``function`` to a recurrent state: to ``h``, or to both halves of an LSTM's ``(h, c)``."""
-    return tuple(function(part) for part in state) if isinstance(state, tuple) else function(state)
+    """Apply ``function`` to a recurrent state: to ``h``, or to both halves of an LSTM's ``(h, c)``.
+
+    The result has the state's form: a tensor for a tensor, a pair for a pair.
+    """
+    mapped = tuple(function(part) for part in state_parts(state))
+    return mapped if is_lstm_state(state) else mapped[0]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -109,6 +160,9 @@ def map_state(function, state):
 
 
 class _CellBase(nn.Module):
+    """What :class:`RNNCell`, :class:`LSTMCell` and :class:`GRUCell` share: parameters ``weight_ih``
+    ``(G, I)``, ``weight_hh`` ``(G, H)`` and their biases, G = ``num_gates * H``, and the input checks."""
+
     num_gates = 1
 
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True):
@@ -245,8 +299,11 @@ class GRUCell(_CellBase):
 
 
 class _LayerBase(nn.Module):
+    """What :class:`RNN`, :class:`LSTM` and :class:`GRU` share: parameters, padding, the loop over layers and
+    directions. A subclass sets ``num_gates`` and ``has_cell_state`` and writes ``_step``, one update."""
+
     num_gates = 1
-    has_cell_state = False  # True for LSTM: the state is a pair (h, c)
+    has_cell_state = False  # what this layer's state is (LSTM: the pair (h, c)); a given state: is_lstm_state
 
     def __init__(
         self,
@@ -316,9 +373,10 @@ class _LayerBase(nn.Module):
         n = 2 if self.has_cell_state else 1
         if state is None:
             return tuple(x.new_zeros(expected) for _ in range(n))
-        states = tuple(state) if self.has_cell_state else (state,)
+        states = state_parts(state)
         if len(states) != n:
-            raise ValueError(f"state: expected a pair (h_0, c_0), got {len(states)} tensors")
+            wanted = "a pair (h_0, c_0)" if self.has_cell_state else "one tensor h_0, not a pair"
+            raise ValueError(f"state: expected {wanted}, got {len(states)} tensors")
         for name, s in zip(("h_0", "c_0"), states):
             check_shape(name, s, expected)
         return states
@@ -405,36 +463,40 @@ class _LayerBase(nn.Module):
         return s
 
 
-_LAYER_DOC = """
+class RNN(_LayerBase):
+    r"""A multi-layer Elman RNN, each step :math:`h_t = \tanh(W_{ih} x_t + b_{ih} + W_{hh} h_{t-1} + b_{hh})`.
+
+    With ``nonlinearity="relu"``, ReLU replaces tanh (the step is :func:`rnn_update`).
 
     Args:
-        input_size: features of each input step.
-        hidden_size: features of the hidden state.
-        num_layers: stacked layers; layer ``l > 0`` reads layer ``l - 1``'s output.
+        input_size: features I of each input step.
+        hidden_size: features H of the hidden state of one direction.
+        num_layers: stacked layers L; layer ``l > 0`` reads layer ``l - 1``'s output.
+        nonlinearity: ``"tanh"`` (default) or ``"relu"``.
         bias: if ``False``, no bias parameters.
         batch_first: must be ``True`` (kept for torch.nn's signature).
         dropout: dropout on every layer's output except the last, in training.
-        bidirectional: add a second direction that reads the sequence right to left.
+        bidirectional: add a second direction (D = 2) that reads the sequence right to left.
 
-    Shape (``forward(input, state=None, lengths=None)``):
-        - input ``(B, S, I)``; lengths ``(B,)`` with values in ``[1, S]``.
-        - output ``(B, S, D*H)``; final state ``(L*D, B, H)``, index ``layer * D + direction``.
+    Shape (``forward(input, state=None, lengths=None)``, see :meth:`_LayerBase.forward`):
+        - input ``(B, S, I)``; state ``h_0 (L*D, B, H)``; lengths ``(B,)`` with values in ``[1, S]``.
+        - returns ``(output, h_n)``: output ``(B, S, D*H)``, ``h_n (L*D, B, H)`` indexed ``layer * D + direction``.
 
     Parameters have torch.nn's names (``weight_ih_l0``, ``weight_hh_l0_reverse``, ...), so
-    ``load_state_dict(torch_module.state_dict())`` works. With ``lengths``, padded steps give zero
+    ``load_state_dict(torch.nn.RNN(...).state_dict())`` works. With ``lengths``, padded steps give zero
     output and each direction's final state is taken at the last real step it reads (as torch.nn gives
-    for a packed sequence): the forward one at the sequence's last real token, ``→h_S``, the backward
-    one at its first token, ``←h_1`` (index 0).
+    for a packed sequence): the forward one at the last real token, ``→h_S``, the backward one at the
+    first token, ``←h_1`` (index 0).
+
+    Example::
+
+        >>> layer = RNN(input_size=3, hidden_size=5, num_layers=2, bidirectional=True)
+        >>> output, h_n = layer(torch.randn(4, 7, 3), lengths=torch.tensor([7, 2, 5, 1]))
+        >>> output.shape, h_n.shape
+        (torch.Size([4, 7, 10]), torch.Size([4, 4, 5]))
 
     Taught in chapter 1.
-"""
-
-
-class RNN(_LayerBase):
-    __doc__ = (
-        "A multi-layer Elman RNN, ``h_t = act(W_ih x_t + b_ih + W_hh h_{t-1} + b_hh)``.\n\n"
-        '    ``nonlinearity`` is ``"tanh"`` (default) or ``"relu"``.' + _LAYER_DOC
-    )
+    """
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, nonlinearity: str = "tanh", **kwargs):
         if nonlinearity not in ("tanh", "relu"):
@@ -447,10 +509,38 @@ class RNN(_LayerBase):
 
 
 class LSTM(_LayerBase):
-    __doc__ = (
-        "A multi-layer LSTM (gates i, f, g, o as in :func:`lstm_update`).\n\n"
-        "    The state is the pair ``(h, c)``: ``forward`` returns ``(output, (h_n, c_n))``." + _LAYER_DOC
-    )
+    """A multi-layer LSTM over a batch of sequences; each step is :func:`lstm_update` (gates i, f, g, o).
+
+    The state is the pair ``(h, c)``: the hidden state and the cell memory, both ``H`` features per
+    direction. ``weight_ih_l{l}`` is ``(4H, I)`` (``(4H, D*H)`` for ``l > 0``), rows stacked as (i, f, g, o).
+
+    Args:
+        input_size: features I of each input step.
+        hidden_size: features H of ``h`` and of ``c``, in one direction.
+        num_layers: stacked layers L; layer ``l > 0`` reads layer ``l - 1``'s output.
+        bias: if ``False``, no bias parameters.
+        batch_first: must be ``True`` (kept for torch.nn's signature).
+        dropout: dropout on every layer's output except the last, in training.
+        bidirectional: add a second direction (D = 2) that reads the sequence right to left.
+
+    Shape (``forward(input, state=None, lengths=None)``, see :meth:`_LayerBase.forward`):
+        - input ``(B, S, I)``; state the pair ``(h_0, c_0)``, each ``(L*D, B, H)``; lengths ``(B,)`` in ``[1, S]``.
+        - returns ``(output, (h_n, c_n))``: output ``(B, S, D*H)``; ``h_n`` and ``c_n`` ``(L*D, B, H)``.
+
+    Parameters have torch.nn's names, so ``load_state_dict(torch.nn.LSTM(...).state_dict())`` works.
+    With ``lengths``, padded steps give zero output and the final states are taken at each direction's
+    last real step (as torch.nn gives for a packed sequence).
+
+    Example::
+
+        >>> layer = LSTM(input_size=3, hidden_size=5)
+        >>> output, (h_n, c_n) = layer(torch.randn(4, 7, 3))
+        >>> output.shape, h_n.shape, c_n.shape
+        (torch.Size([4, 7, 5]), torch.Size([1, 4, 5]), torch.Size([1, 4, 5]))
+
+    Taught in chapter 1.
+    """
+
     num_gates = 4
     has_cell_state = True
 
@@ -459,7 +549,37 @@ class LSTM(_LayerBase):
 
 
 class GRU(_LayerBase):
-    __doc__ = "A multi-layer GRU (gates r, z, n as in :func:`gru_update`)." + _LAYER_DOC
+    """A multi-layer GRU over a batch of sequences; each step is :func:`gru_update` (gates r, z, n).
+
+    ``weight_ih_l{l}`` is ``(3H, I)`` (``(3H, D*H)`` for ``l > 0``), rows stacked as (r, z, n).
+
+    Args:
+        input_size: features I of each input step.
+        hidden_size: features H of the hidden state of one direction.
+        num_layers: stacked layers L; layer ``l > 0`` reads layer ``l - 1``'s output.
+        bias: if ``False``, no bias parameters.
+        batch_first: must be ``True`` (kept for torch.nn's signature).
+        dropout: dropout on every layer's output except the last, in training.
+        bidirectional: add a second direction (D = 2) that reads the sequence right to left.
+
+    Shape (``forward(input, state=None, lengths=None)``, see :meth:`_LayerBase.forward`):
+        - input ``(B, S, I)``; state ``h_0 (L*D, B, H)``; lengths ``(B,)`` with values in ``[1, S]``.
+        - returns ``(output, h_n)``: output ``(B, S, D*H)``, ``h_n (L*D, B, H)`` indexed ``layer * D + direction``.
+
+    Parameters have torch.nn's names, so ``load_state_dict(torch.nn.GRU(...).state_dict())`` works.
+    With ``lengths``, padded steps give zero output and the final state is taken at each direction's
+    last real step (as torch.nn gives for a packed sequence).
+
+    Example::
+
+        >>> layer = GRU(input_size=3, hidden_size=5, bidirectional=True)
+        >>> output, h_n = layer(torch.randn(4, 7, 3))
+        >>> output.shape, h_n.shape
+        (torch.Size([4, 7, 10]), torch.Size([2, 4, 5]))
+
+    Taught in chapter 1.
+    """
+
     num_gates = 3
 
     def _step(self, gates_x, state, weight_hh, bias_hh):
