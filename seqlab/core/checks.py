@@ -122,6 +122,15 @@ def check_whole_numbers(name: str, values: Tensor) -> None:
 def check_lengths(name: str, lengths: Tensor, batch_size: int, max_length: int) -> None:
     """Raise a ``ValueError`` unless ``lengths`` is ``(B,)`` whole numbers in ``[1, S]``.
 
+    The one check of sequence lengths in seqlab, with this one signature: every module that takes
+    lengths calls it (:func:`check_src` for a model's ``src`` and ``src_lengths``).
+
+    Args:
+        name: what the lengths are called in the caller's signature (``"lengths"``, ``"src_lengths"``).
+        lengths: the real length of each sequence of a padded batch.
+        batch_size: B, the number of sequences.
+        max_length: S, the padded length; no length may exceed it.
+
     Example::
 
         >>> check_lengths("src_lengths", torch.tensor([3, 7]), batch_size=2, max_length=5)
@@ -132,6 +141,21 @@ def check_lengths(name: str, lengths: Tensor, batch_size: int, max_length: int) 
     check_whole_numbers(name, lengths)
     if lengths.numel() and (int(lengths.min()) < 1 or int(lengths.max()) > max_length):
         raise ValueError(f"{name} must lie in [1, {max_length}] (the padded length S), got {lengths.tolist()}")
+
+
+def check_src(src: Tensor, src_lengths: Tensor) -> None:
+    """Raise a ``ValueError`` unless ``src`` is ``(B, S)`` with at least one sequence and ``src_lengths``
+    passes :func:`check_lengths` for it (the token ids themselves: :func:`check_token_ids`).
+
+    Example::
+
+        >>> check_src(torch.zeros(0, 4, dtype=torch.long), torch.zeros(0, dtype=torch.long))
+        Traceback (most recent call last):
+        ValueError: src: expected at least one sequence (B), got shape (0, 4)
+    """
+    check_shape("src", src, ("B", "S"))
+    check_not_empty("src", src, 0, "sequence (B)")  # torch cannot pack an empty batch
+    check_lengths("src_lengths", src_lengths, src.shape[0], src.shape[1])
 
 
 def check_token_ids(name: str, ids: Tensor, vocab_size: int | None = None) -> None:

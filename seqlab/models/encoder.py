@@ -13,32 +13,30 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from seqlab.core import checks
-from seqlab.core.checks import check_not_empty, check_shape, check_token_ids
+from seqlab.core.checks import check_src, check_token_ids
 from seqlab.models import rnn
-from seqlab.models.rnn import CELLS
+from seqlab.models.rnn import CELLS, is_lstm_state
 
 
-def check_lengths(src: Tensor, src_lengths: Tensor) -> None:
-    """``src (B, S)`` with at least one sequence, and ``src_lengths (B,)`` with every length a whole number
-    in ``[1, S]``."""
-    check_shape("src", src, ("B", "S"))
-    check_not_empty("src", src, 0, "sequence (B)")  # torch cannot pack an empty batch
-    checks.check_lengths("src_lengths", src_lengths, src.shape[0], src.shape[1])
+def per_direction(output_size: int, bidirectional: bool, name: str = "hidden_size") -> int:
+    """The ``hidden_size`` of each direction of an encoder whose outputs have ``output_size`` features in all.
 
+    ``hidden_size`` keeps torch.nn's meaning here as everywhere in seqlab (see :mod:`seqlab.models.rnn`): the
+    state of one direction. A model that needs encoder outputs of a given size (a seq2seq model's are the
+    size of its decoder's state, its ``hidden_size``) asks this function for the encoder's ``hidden_size``.
+    ``name`` is what the caller calls ``output_size``, for the message.
 
-def per_direction(hidden_size: int, bidirectional: bool) -> int:
-    """The size of each direction's state when the encoder's outputs have ``hidden_size`` features in all.
+    Example::
 
-    The models (chapters 2 to 6) name the size of what they work with, the concatenated encoder output;
-    :class:`Encoder`, like torch.nn's layers, is built with the size of one direction.
+        >>> per_direction(64, bidirectional=True), per_direction(64, bidirectional=False)
+        (32, 64)
     """
     D = 2 if bidirectional else 1
-    if hidden_size % D:
+    if output_size % D:
         raise ValueError(
-            f"hidden_size must be even with a bidirectional encoder (each direction gets half), got {hidden_size}"
+            f"{name} must be even with a bidirectional encoder (each direction gets half), got {output_size}"
         )
-    return hidden_size // D
+    return output_size // D
 
 
 class Encoder(nn.Module):
@@ -47,7 +45,8 @@ class Encoder(nn.Module):
     Args:
         vocab_size: source vocabulary size V (id 0 is padding).
         embedding_size: size E of each token embedding.
-        hidden_size: size H of each direction's state.
+        hidden_size: size H of each direction's state (torch.nn's meaning); the outputs have
+            ``output_size = D * H`` features.
         cell: ``"rnn"``, ``"lstm"`` or ``"gru"``.
         num_layers: stacked recurrent layers L.
         bidirectional: read the sequence in both directions (D = 2) or left to right only (D = 1).
@@ -106,9 +105,13 @@ class Encoder(nn.Module):
         )
 
     def forward(self, src: Tensor, src_lengths: Tensor, state=None) -> tuple:
-        """``state``: the initial state ``(L*D, B, H)`` (LSTM: a pair), zeros when None; chapter 7's
-        conditional encoding starts reading a hypothesis where the premise's reading ended."""
-        check_lengths(src, src_lengths)
+        """Encode a padded batch: ``src (B, S)``, ``src_lengths (B,)`` → ``(outputs (B, S, D*H), final)``.
+
+        ``state``: the initial state ``(L*D, B, H)`` (LSTM: a pair), zeros when None; chapter 7's
+        conditional encoding starts reading a hypothesis where the premise's reading ended.
+        ``final`` is ``h_n (L*D, B, H)``, or ``(h_n, c_n)`` for the LSTM (see the class's Shape).
+        """
+        check_src(src, src_lengths)
         check_token_ids("src", src, self.embedding.num_embeddings)  # before the embedding looks them up
         embedded = self.dropout(self.embedding(src))  # (B, S, E)
         if self.from_scratch:
@@ -147,6 +150,12 @@ class Bridge(nn.Module):
     Shape:
         - final ``(L*D, B, H_enc)`` (LSTM: a pair) → ``(L, B, H_dec)`` (LSTM: a pair).
 
+    Example::
+
+        >>> bridge = Bridge(encoder_hidden_size=16, num_directions=2, decoder_hidden_size=24, num_layers=1, cell="gru")
+        >>> bridge(torch.randn(2, 3, 16)).shape
+        torch.Size([1, 3, 24])
+
     Taught in chapter 2.
     """
 
@@ -163,7 +172,8 @@ class Bridge(nn.Module):
         )
 
     def forward(self, final):
-        if isinstance(final, tuple):  # an LSTM's (h_n, c_n): the cell memory gets its own projection
+        """The encoder's final state ``(L*D, B, H_enc)`` (LSTM: a pair) → the decoder's first, ``(L, B, H_dec)``."""
+        if is_lstm_state(final):  # an LSTM's (h_n, c_n): the cell memory gets its own projection
             if self.project_c is None:
                 raise ValueError(f"an LSTM's (h_n, c_n) reached a Bridge built for cell={self.cell!r}")
             h_n, c_n = final

@@ -23,10 +23,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from seqlab.core.checks import check_at_least_one, check_not_empty, check_shape, check_token_ids
+from seqlab.core.checks import check_at_least_one, check_not_empty, check_shape, check_src, check_token_ids
 from seqlab.core.padding import PAD_ID, lengths_to_mask
 from seqlab.models.decoding import Decodable
-from seqlab.models.encoder import check_lengths
 from seqlab.models.multihead import MultiHeadAttention, causal_mask
 
 __all__ = [
@@ -253,7 +252,7 @@ class Transformer(Decodable, nn.Module):
 
     def encode(self, src: Tensor, src_lengths: Tensor) -> tuple:
         """The memory ``(B, S, H)``, its mask ``(B, S)``, and each encoder layer's weights ``(B, M, S, S)``."""
-        check_lengths(src, src_lengths)
+        check_src(src, src_lengths)
         check_token_ids("src", src, self.src_embedding.num_embeddings)  # before the embedding looks them up
         mask = lengths_to_mask(src_lengths, src.shape[1]).to(src.device)  # (B, S)
         x = self.embed(self.src_embedding, src)  # (B, S, H)
