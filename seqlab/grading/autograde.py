@@ -45,7 +45,8 @@ import nbformat  # noqa: E402 (after the block above)
 from seqlab.grading import intake, sandbox  # noqa: E402
 
 __all__ = ["EXIT_FAILED", "EXIT_FULL_MARKS", "EXIT_POINTS_MISSING", "EXIT_REFUSED", "Exercise", "GradingFailed"]
-__all__ += ["Refused", "Report", "Task", "find_course", "find_exercises", "format_report", "grade", "identify"]
+__all__ += ["Refused", "Report", "Stopped", "Task", "find_course", "find_exercises", "format_points", "format_report"]
+__all__ += ["grade", "identify"]
 __all__ += ["feedback_path", "read_notebook"]
 
 # `seqlab grade`'s exit statuses.
@@ -61,8 +62,22 @@ NBGRADER_SECONDS = 120  # what nbgrader needs besides the notebook's cells (rele
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
+# The words both grading commands use (`seqlab grade` here, `seqlab grade-class` in class_grading.py, which
+# imports them): one meaning each.
+
+
 class Refused(Exception):
-    """The notebook cannot be graded; the message says why and what to do."""
+    """A grading command cannot do what it was asked (grade this notebook, or this class as asked): the
+    message says why and what to do, and nothing was graded."""
+
+
+class Stopped(KeyboardInterrupt):
+    """SIGTERM, handled as Ctrl-C is: the command unwinds, stops what it started and removes what it made."""
+
+
+def format_points(x: float | None) -> str:
+    """Points as the score tables print them: ``3``, ``2.5``; ``-`` for none."""
+    return "-" if x is None else f"{x:g}"
 
 
 class GradingFailed(Exception):
@@ -742,22 +757,19 @@ def _notes(graded, result: dict) -> list:
     return notes + list(graded.metadata.get("seqlab", {}).get("notes", []))
 
 
-def _points(x: float) -> str:
-    return f"{x:g}"
-
-
 def format_report(report: Report) -> str:
     """The score table that ``seqlab grade`` prints."""
     width = max([len("total")] + [len(t.grade_id) for t in report.tasks])
-    possible = max([len(_points(report.possible))] + [len(_points(t.possible)) for t in report.tasks])
+    possible = max([len(format_points(report.possible))] + [len(format_points(t.possible)) for t in report.tasks])
     lines = [f"{'task':<{width}}  {'points':>{2 * possible + 3}}  first line of the failure"]
     for t in report.tasks:
-        earned = "-" if t.earned is None else _points(t.earned)
-        points = f"{earned:>{possible}} / {_points(t.possible):<{possible}}"
+        earned = format_points(t.earned)
+        points = f"{earned:>{possible}} / {format_points(t.possible):<{possible}}"
         lines.append(f"{t.grade_id:<{width}}  {points}  {t.failure or ''}")
-    total = f"{'total':<{width}}  {_points(report.earned):>{possible}} / {_points(report.possible):<{possible}}"
+    earned, possible_total = format_points(report.earned), format_points(report.possible)
+    total = f"{'total':<{width}}  {earned:>{possible}} / {possible_total:<{possible}}"
     if report.by_instructor:
-        more = f"{_points(report.by_instructor)} more point{'' if report.by_instructor == 1 else 's'}"
+        more = f"{format_points(report.by_instructor)} more point{'' if report.by_instructor == 1 else 's'}"
         total += f"  autograded; {more} {BY_INSTRUCTOR}"
     lines.append(total)
     lines = [line.rstrip() for line in lines]

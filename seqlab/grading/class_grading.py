@@ -55,9 +55,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from seqlab.grading import intake
+from seqlab.grading.autograde import Refused, Stopped, format_points
 from seqlab.grading.nbgrader_plugins import SafeAutograde
 
-__all__ = ["GRADED_TABLE", "ClassGrading", "Course", "Outcome", "Refused", "Stopped", "Submission"]
+__all__ = ["GRADED_TABLE", "ClassGrading", "Course", "Outcome", "Submission"]
 __all__ += ["format_summary", "open_course", "submission_digest"]
 
 GRADED_TABLE = "seqlab_graded"
@@ -71,14 +72,6 @@ SQLITE_ONE_WORKER = (
     "the gradebook on PostgreSQL (c.CourseDirectory.db_url; the README's 'A shared gradebook on "
     "PostgreSQL') to grade with several workers."
 )
-
-
-class Refused(Exception):
-    """The class cannot be graded as asked (the message says why); nothing was graded."""
-
-
-class Stopped(KeyboardInterrupt):
-    """SIGTERM, handled as Ctrl-C is (seqlab.grading.cli raises it)."""
 
 
 @dataclass(frozen=True)
@@ -692,7 +685,7 @@ class ClassGrading:
         if reply.get("success") and outcome.score is not None and autograded.is_dir():
             outcome.status = "graded"
             records.remember(submission.exercise, submission.student, digests, outcome.seconds)
-            result = f"{_points(outcome.score)}/{_points(outcome.max_score)}"
+            result = f"{format_points(outcome.score)}/{format_points(outcome.max_score)}"
         else:
             outcome.status = "failed"
             outcome.reason = reply.get("died") or (
@@ -746,10 +739,6 @@ def failure_reason(log: str, error: str = "") -> str:
     return reason if len(reason) <= 300 else reason[:297] + "..."
 
 
-def _points(x) -> str:
-    return "-" if x is None else f"{x:g}"
-
-
 STATUSES = ["graded", "failed", "interrupted", "running", "not started", "excluded", "unchanged"]
 
 
@@ -760,7 +749,7 @@ def format_summary(run: ClassGrading, verbose: bool = False) -> str:
     shown.sort(key=lambda o: (STATUSES.index(o.status), o.student, o.exercise))
     rows = []
     for o in shown:
-        score = "-" if o.score is None else f"{_points(o.score)}/{_points(o.max_score)}"
+        score = "-" if o.score is None else f"{format_points(o.score)}/{format_points(o.max_score)}"
         seconds = "-" if o.seconds is None else f"{o.seconds:.1f}"
         note = "; ".join(filter(None, [o.reason or o.why, *o.notes]))
         rows.append([o.student, o.exercise, o.status, score, seconds, note])

@@ -152,12 +152,8 @@ def seconds(text: str) -> int:
     return _at_least_one(text, "a whole number of seconds", "{} is too short: a cell needs at least 1 second")
 
 
-class Stopped(Exception):
-    """SIGTERM: unwind, so that the grading process and the temporary course are cleaned up."""
-
-
 def _stop_on_sigterm(signum, frame):  # noqa: ARG001 (a signal handler's signature)
-    raise Stopped
+    raise autograde.Stopped  # handled as Ctrl-C: each command unwinds and cleans up
 
 
 # The last line of a grade without solutions/ (a student's copy, the student edition): the table above it
@@ -301,7 +297,7 @@ def grade_class_command(args) -> int:
         return 2
     # SIGTERM is handled as Ctrl-C: the workers are stopped, the table printed.
     main_thread = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGTERM, _stop_class_on_sigterm) if main_thread else None
+    previous = signal.signal(signal.SIGTERM, _stop_on_sigterm) if main_thread else None
     try:
         try:
             course = class_grading.open_course(args.course, args.nbgrader_args)
@@ -315,13 +311,13 @@ def grade_class_command(args) -> int:
                 progress=lambda line: print(line, flush=True),
             )
             run.plan()
-        except class_grading.Refused as refusal:
+        except autograde.Refused as refusal:
             print(f"seqlab grade-class: refused: {refusal}", file=sys.stderr)
             return 2
         except KeyboardInterrupt as stop:
-            how = "stopped (SIGTERM)" if isinstance(stop, class_grading.Stopped) else "interrupted"
+            how = "stopped (SIGTERM)" if isinstance(stop, autograde.Stopped) else "interrupted"
             print(f"\nseqlab grade-class: {how} before grading began: nothing was graded", file=sys.stderr)
-            return 143 if isinstance(stop, class_grading.Stopped) else 130
+            return 143 if isinstance(stop, autograde.Stopped) else 130
         try:
             run.run()
         except KeyboardInterrupt:
@@ -339,10 +335,6 @@ def grade_class_command(args) -> int:
     return 1 if run.counts().get("failed") else 0
 
 
-def _stop_class_on_sigterm(signum, frame):  # noqa: ARG001 (a signal handler's signature)
-    raise class_grading.Stopped
-
-
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "grade-class":
@@ -354,10 +346,10 @@ def main(argv=None) -> int:
     previous = signal.signal(signal.SIGTERM, _stop_on_sigterm) if main_thread else None
     try:
         return grade_command(args)
-    except (KeyboardInterrupt, Stopped) as stop:
-        how = "interrupted" if isinstance(stop, KeyboardInterrupt) else "stopped (SIGTERM)"
+    except KeyboardInterrupt as stop:
+        how = "stopped (SIGTERM)" if isinstance(stop, autograde.Stopped) else "interrupted"
         print(f"\nseqlab grade: {how}: nothing was graded further, and nothing was left behind", file=sys.stderr)
-        return 130 if isinstance(stop, KeyboardInterrupt) else 143
+        return 143 if isinstance(stop, autograde.Stopped) else 130
     finally:
         if main_thread:
             signal.signal(signal.SIGTERM, previous)
