@@ -46,7 +46,7 @@ def naive_scores(scorer, queries, keys):
 
 
 SCORER_CASES = {
-    "additive": lambda: AdditiveScorer(query_size=D, key_size=D + 2, hidden_size=6),
+    "additive": lambda: AdditiveScorer(query_size=D, key_size=D + 2, attention_size=6),
     "bilinear": lambda: BilinearScorer(query_size=D, key_size=D + 2),
     "dot": DotScorer,
     "scaled_dot": ScaledDotScorer,
@@ -75,7 +75,7 @@ def test_same_size_scorers_refuse_different_sizes(scorer):
 
 def test_make_scorer_names_and_errors():
     assert isinstance(make_scorer("scaled_dot", 4, 4), ScaledDotScorer)
-    assert isinstance(make_scorer("additive", 4, 6, hidden_size=3), AdditiveScorer)
+    assert isinstance(make_scorer("additive", 4, 6, attention_size=3), AdditiveScorer)
     with pytest.raises(ValueError, match="needs query_size == key_size"):
         make_scorer("dot", 4, 6)
     with pytest.raises(ValueError, match="scorer must be one of"):
@@ -160,7 +160,7 @@ def test_attention_hand_computed_example():
 @pytest.mark.parametrize("name", ["additive", "bilinear", "dot", "scaled_dot", "cosine"])
 def test_attention_gradcheck(name):
     torch.manual_seed(0)
-    attention = Attention(make_scorer(name, 3, 3, hidden_size=4)).double()
+    attention = Attention(make_scorer(name, 3, 3, attention_size=4)).double()
     queries = torch.randn(2, 2, 3, dtype=torch.double, requires_grad=True)
     keys = torch.randn(2, 4, 3, dtype=torch.double, requires_grad=True)
     values = torch.randn(2, 4, 2, dtype=torch.double, requires_grad=True)

@@ -12,6 +12,11 @@ Every scorer maps ``queries (B, T, Dq), keys (B, S, Dk) → scores (B, T, S)`` a
 two: ``prepare_keys(keys)`` does what depends on the keys alone (a projection, a normalisation), once
 per source; ``score(queries, prepared_keys)`` does the rest, once per decoder step.
 ``forward(queries, keys)`` is the two together.
+
+Sizes have their own names here: ``query_size`` (Dq), ``key_size`` (Dk), and ``attention_size`` (A), the
+width of the additive scorer's hidden layer. ``hidden_size`` is not used in this module: across seqlab it
+means a recurrent state's size (one direction, as in torch.nn; see :mod:`seqlab.models.rnn`), and a
+scorer's hidden layer is no recurrent state.
 """
 
 import math
@@ -63,7 +68,7 @@ class AdditiveScorer(_Scorer):
     Args:
         query_size: Dq.
         key_size: Dk.
-        hidden_size: A, the size of the hidden layer (``v`` has A entries).
+        attention_size: A, the size of the hidden layer (``v`` has A entries).
 
     Shape:
         - queries ``(B, T, Dq)``, keys ``(B, S, Dk)`` → scores ``(B, T, S)``.
@@ -71,15 +76,21 @@ class AdditiveScorer(_Scorer):
     The key projection ``W_k k`` does not depend on the query: :meth:`prepare_keys` computes it once
     per source, and each decoder step pays only for ``W_q q`` and the ``tanh``.
 
+    Example::
+
+        >>> scorer = AdditiveScorer(query_size=4, key_size=6, attention_size=8)
+        >>> scorer(torch.randn(2, 3, 4), torch.randn(2, 5, 6)).shape
+        torch.Size([2, 3, 5])
+
     Taught in chapter 4.
     """
 
-    def __init__(self, query_size: int, key_size: int, hidden_size: int):
+    def __init__(self, query_size: int, key_size: int, attention_size: int):
         super().__init__()
-        self.query_size, self.key_size = query_size, key_size
-        self.key_proj = nn.Linear(key_size, hidden_size, bias=False)  # W_k
-        self.query_proj = nn.Linear(query_size, hidden_size, bias=True)  # W_q and the bias b
-        self.v = nn.Linear(hidden_size, 1, bias=False)  # w
+        self.query_size, self.key_size, self.attention_size = query_size, key_size, attention_size
+        self.key_proj = nn.Linear(key_size, attention_size, bias=False)  # W_k
+        self.query_proj = nn.Linear(query_size, attention_size, bias=True)  # W_q and the bias b
+        self.v = nn.Linear(attention_size, 1, bias=False)  # w
 
     def prepare_keys(self, keys: Tensor) -> Tensor:
         check_shape("keys", keys, ("B", "S", self.key_size))
@@ -105,6 +116,11 @@ class BilinearScorer(_Scorer):
 
     Shape:
         - queries ``(B, T, Dq)``, keys ``(B, S, Dk)`` → scores ``(B, T, S)``.
+
+    Example::
+
+        >>> BilinearScorer(query_size=4, key_size=6)(torch.randn(2, 3, 4), torch.randn(2, 5, 6)).shape
+        torch.Size([2, 3, 5])
 
     Taught in chapter 5.
     """
@@ -139,6 +155,11 @@ class DotScorer(_Scorer):
     Shape:
         - queries ``(B, T, D)``, keys ``(B, S, D)`` → scores ``(B, T, S)``.
 
+    Example::
+
+        >>> DotScorer()(torch.tensor([[[1.0, 2.0]]]), torch.tensor([[[3.0, 4.0], [1.0, 0.0]]]))
+        tensor([[[11.,  1.]]])
+
     Taught in chapter 5.
     """
 
@@ -158,6 +179,11 @@ class ScaledDotScorer(DotScorer):
 
     Shape:
         - queries ``(B, T, D)``, keys ``(B, S, D)`` → scores ``(B, T, S)``.
+
+    Example::
+
+        >>> ScaledDotScorer()(torch.tensor([[[1.0, 2.0]]]), torch.tensor([[[3.0, 4.0], [1.0, 0.0]]])) * 2**0.5
+        tensor([[[11.0000,  1.0000]]])
 
     Taught in chapter 5.
     """
@@ -186,6 +212,11 @@ class CosineScorer(_Scorer):
     Shape:
         - queries ``(B, T, D)``, keys ``(B, S, D)`` → scores ``(B, T, S)``.
 
+    Example::
+
+        >>> CosineScorer()(torch.tensor([[[1.0, 0.0]]]), torch.tensor([[[2.0, 0.0], [0.0, 3.0], [-1.0, 0.0]]]))
+        tensor([[[ 1.,  0., -1.]]])
+
     Taught in chapter 5.
     """
 
@@ -205,10 +236,11 @@ class CosineScorer(_Scorer):
 SCORERS = ("additive", "bilinear", "dot", "scaled_dot", "cosine")
 
 
-def make_scorer(name: str, query_size: int, key_size: int, hidden_size: int | None = None) -> nn.Module:
+def make_scorer(name: str, query_size: int, key_size: int, attention_size: int | None = None) -> nn.Module:
     """The scorer called ``name`` (one of :data:`SCORERS`) for these sizes.
 
-    ``hidden_size`` is the additive scorer's hidden layer (default: ``query_size``).
+    ``attention_size`` is the additive scorer's hidden layer A (default: ``query_size``); the other
+    scorers have none.
 
     The additive and bilinear scorers draw their initial weights here, from the global random
     generator; dot, scaled dot and cosine have none. A model that makes its scorer before its other
@@ -219,7 +251,7 @@ def make_scorer(name: str, query_size: int, key_size: int, hidden_size: int | No
     :func:`seqlab.experiments.claims.assert_same_start`).
     """
     if name == "additive":
-        return AdditiveScorer(query_size, key_size, hidden_size or query_size)
+        return AdditiveScorer(query_size, key_size, attention_size or query_size)
     if name == "bilinear":
         return BilinearScorer(query_size, key_size)
     if name in ("dot", "scaled_dot", "cosine"):
@@ -245,6 +277,13 @@ def masked_softmax(scores: Tensor, mask: Tensor | None = None) -> Tensor:
     with no real key would then be all ``-inf``, 0/0 = NaN: such a row gets finite scores instead, and
     selecting with ``torch.where`` afterwards zeroes it (and every padded key) exactly, in the forward
     and the backward pass. A real key whose score is already ``-inf`` counts as padding. Safe in float16.
+
+    Example::
+
+        >>> masked_softmax(torch.zeros(2, 1, 3), torch.tensor([[True, True, False], [False, False, False]]))
+        tensor([[[0.5000, 0.5000, 0.0000]],
+        <BLANKLINE>
+                [[0.0000, 0.0000, 0.0000]]])
 
     Taught in chapter 4.
     """

@@ -61,7 +61,7 @@ class EntailmentClassifier(nn.Module):
         self.hypothesis_encoder = Encoder(vocab_size, embedding_size, hidden_size, bidirectional=False)
         H = hidden_size
         if word_by_word:
-            self.attention = Attention(AdditiveScorer(query_size=2 * H, key_size=H, hidden_size=H))  # W^y; [W^h W^r]
+            self.attention = Attention(AdditiveScorer(query_size=2 * H, key_size=H, attention_size=H))  # W^y; [W^h W^r]
             self.carry = nn.Linear(H, H, bias=False)  # W^t
             self.combine_r = nn.Linear(H, H, bias=False)  # W^p
             self.combine_h = nn.Linear(H, H)  # W^x
