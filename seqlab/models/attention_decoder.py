@@ -95,9 +95,10 @@ class AttentionDecoder(nn.Module):
         check_shape("memory", memory, (tgt_in.shape[0], "S", self.memory_size))
         prepared_keys = self.attention.scorer.prepare_keys(memory)  # once per source, not once per step
         all_log_probs, all_weights = [], []
-        # The query depends on the previous step: no shortcut over time. (Embedding all steps at once and
-        # predicting them after the loop saves about 5 % of a training step, but changes the gradients in
-        # their last bits, and chapter 4's length sweep is sensitive enough to move with them.)
+        # The query is the previous state: attend and recur must alternate, one step at a time. Embed and
+        # predict need no previous state and could run over all steps before and after the loop (about 5 %
+        # of a training step saved), but that changes the gradients in their last bits, and chapter 4's
+        # length sweep is sensitive enough to move with them: so step does all of it, once per step.
         for t in range(tgt_in.shape[1]):
             log_probs, state, weights = self.step(tgt_in[:, t], state, memory, mask, prepared_keys)
             all_log_probs.append(log_probs)

@@ -38,6 +38,14 @@ class ContextDecoder(nn.Module):
     Teacher forcing is why ``forward`` can take the whole target at once: the decoder's input at step
     t is the *true* token y_{t-1}, known in advance, so the fused RNN runs over all steps in one call.
 
+    Example::
+
+        >>> decoder = ContextDecoder(vocab_size=9, embedding_size=4, hidden_size=6, context_size=5)
+        >>> tgt_in, state, context = torch.tensor([[1, 4, 2], [1, 3, 0]]), torch.zeros(1, 2, 6), torch.randn(2, 5)
+        >>> log_probs, state = decoder(tgt_in, state, context)
+        >>> log_probs.shape, state.shape
+        (torch.Size([2, 3, 9]), torch.Size([1, 2, 6]))
+
     Taught in chapter 3.
     """
 
@@ -67,6 +75,7 @@ class ContextDecoder(nn.Module):
         self.output = nn.Linear(hidden_size + context_size + embedding_size, vocab_size)
 
     def forward(self, tgt_in: Tensor, state, context: Tensor) -> tuple:
+        """All steps of a teacher-forced target at once: ``tgt_in (B, T)`` → ``(log_probs (B, T, V), state)``."""
         check_shape("tgt_in", tgt_in, ("B", "T"))
         check_not_empty("tgt_in", tgt_in, 1, "step (T)")
         check_token_ids("tgt_in", tgt_in, self.embedding.num_embeddings)  # before the embedding looks them up
@@ -81,8 +90,11 @@ class ContextDecoder(nn.Module):
         outputs, state = self.recur(embedded, state, repeated_context)  # (B, T, H)
         return self.predict(outputs, repeated_context, embedded), state  # (B, T, V)
 
-    # The three parts of a step. Only the recurrence needs the previous state, but chapter 4's attention
-    # decoder calls all three once per step, inside its loop (AttentionDecoder.forward says why).
+    # The three parts of a step. Of these, only the recurrence needs the previous state: forward runs each
+    # over all T steps in one call. Chapter 4's AttentionDecoder.step calls all three once per step, inside
+    # its loop: its context depends on the previous state, so attend and recur must alternate step by step;
+    # embed and predict could run outside the loop, and stay inside it by choice (AttentionDecoder.forward
+    # gives the reason).
 
     def embed(self, tokens: Tensor) -> Tensor:
         """``(B, T)`` token ids → ``(B, T, E)`` embeddings (with dropout while training)."""
