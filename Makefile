@@ -1,5 +1,6 @@
 # The course's commands. `make book` and `make test` create the environment (.venv/) on first use.
-#   make book     build the rendered book into _build/html (executes the chapters)
+#   make book     build the rendered book into _build/html from the chapters' stored outputs (seconds)
+#   make outputs  re-execute the chapters and store their outputs (after changing one: NB=book/NN_name.ipynb)
 #   make book-zh  build the Chinese editions into _build/html/zh_CN and zh_TW, from the chapters' stored outputs
 #   make translations   bring locales/ in step with the English text, and zh_TW with zh_CN (tools/book_editions.py)
 #   make test     lint, unit tests, notebook regression (nbval), course integrity, grading round trips
@@ -20,7 +21,7 @@ export OMP_NUM_THREADS ?= 1
 export SEQLAB_PROGRESS ?= 0
 STAMP := $(VENV)/.installed
 
-.PHONY: env book book-zh translations test lint release grade bench student-edition clean
+.PHONY: env book outputs book-zh translations test lint release grade bench student-edition clean
 
 env: $(STAMP)
 
@@ -34,6 +35,10 @@ book: env
 	$(BIN)/jupyter-book build --all --warningiserror --keep-going .
 	@echo
 	@echo "The book is built. Open it: file://$(CURDIR)/_build/html/index.html"
+
+# What an author runs after changing a chapter (or seqlab under it): every chapter, or NB=... only.
+outputs: env
+	$(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=300 $(or $(NB),book/0*.ipynb)
 
 book-zh: env
 	$(BIN)/python tools/book_editions.py build zh_CN zh_TW
