@@ -1,5 +1,6 @@
 """seqlab.experiments.tagging: a left-to-right tagger is causal, a bidirectional one is not; training and scoring."""
 
+import pytest
 import torch
 
 from seqlab import data
@@ -52,3 +53,13 @@ def test_bidirectional_tagger_learns_the_right_context_task():
     losses = train_tagger(tagger, train, words, tags, epochs=4)
     assert losses[-1] < losses[0]
     assert tag_accuracy(tagger, data.right_context_task(100, seed=1), words, tags, skip_tag="O") > 0.9
+
+
+def test_encoding_size_is_each_positions_encoding_and_hidden_size_one_directions_state():
+    # hidden_size keeps torch.nn's meaning (one direction); the tagger's width has its own name.
+    bidirectional = Tagger(10, 4, encoding_size=8, bidirectional=True)
+    left_to_right = Tagger(10, 4, encoding_size=8, bidirectional=False)
+    assert (bidirectional.encoder.hidden_size, left_to_right.encoder.hidden_size) == (4, 8)
+    assert bidirectional.output.in_features == left_to_right.output.in_features == 8
+    with pytest.raises(ValueError, match="encoding_size must be even"):
+        Tagger(10, 4, encoding_size=7, bidirectional=True)

@@ -23,13 +23,20 @@ class Tagger(nn.Module):
         vocab_size: word vocabulary size (id 0 is padding).
         num_tags: tag vocabulary size (id 0 is the padding tag).
         embedding_size: size of the word embeddings.
-        hidden_size: size of each position's encoding, the tag layer's input (as in every seqlab
-            model: a bidirectional encoder gives each direction ``hidden_size // 2`` units).
+        encoding_size: size of each position's encoding, the tag layer's input: the encoder's
+            ``output_size``. A bidirectional encoder gives each direction ``encoding_size // 2`` units, its
+            ``hidden_size`` (which keeps torch.nn's meaning, one direction's state: see :mod:`seqlab.models.rnn`).
         cell: ``"rnn"``, ``"lstm"`` or ``"gru"``.
         bidirectional: read left to right only (False) or in both directions (True).
 
     Shape:
         - tokens ``(B, S)``, lengths ``(B,)`` → scores ``(B, S, num_tags)``.
+
+    Example::
+
+        >>> tagger = Tagger(vocab_size=10, num_tags=4, encoding_size=8, bidirectional=True)
+        >>> tagger.encoder.hidden_size, tagger(torch.tensor([[3, 4, 5], [6, 7, 0]]), torch.tensor([3, 2])).shape
+        (4, torch.Size([2, 3, 4]))
 
     Taught in chapter 2.
     """
@@ -39,17 +46,18 @@ class Tagger(nn.Module):
         vocab_size: int,
         num_tags: int,
         embedding_size: int = 16,
-        hidden_size: int = 64,
+        encoding_size: int = 64,
         cell: str = "gru",
         bidirectional: bool = True,
     ):
         super().__init__()
-        H = per_direction(hidden_size, bidirectional)
+        H = per_direction(encoding_size, bidirectional, name="encoding_size")
         self.encoder = Encoder(vocab_size, embedding_size, H, cell, bidirectional=bidirectional)
-        self.output = nn.Linear(hidden_size, num_tags)
+        self.output = nn.Linear(encoding_size, num_tags)
 
     def forward(self, tokens: Tensor, lengths: Tensor) -> Tensor:
-        outputs, _ = self.encoder(tokens, lengths)  # (B, S, H)
+        """Tag scores of every position: ``tokens (B, S)``, ``lengths (B,)`` → ``(B, S, num_tags)``."""
+        outputs, _ = self.encoder(tokens, lengths)  # (B, S, D*H)
         return self.output(outputs)  # (B, S, num_tags)
 
 
