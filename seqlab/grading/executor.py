@@ -112,7 +112,7 @@ def refuse_without_sandbox(**kwargs) -> None:  # noqa: ARG001 (nbgrader passes a
         raise SystemExit(str(error)) from None
 
 
-def _error(ename: str, evalue: str) -> NotebookNode:
+def _error_output(ename: str, evalue: str) -> NotebookNode:
     return NotebookNode(output_type="error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"])
 
 
@@ -320,7 +320,7 @@ class SandboxedExecute(_OutputLimits, Execute):
             self._stopped = f"grading time is up ({self.total_timeout} s for the notebook)"
             add_notes(self.nb, [f"{self._stopped}: cell {_label(cell, index)} and the cells below were not run"])
         if self._stopped is not None:
-            cell.outputs = [_error("NotRun", f"not run: {self._stopped}")]
+            cell.outputs = [_error_output("NotRun", f"not run: {self._stopped}")]
             cell.execution_count = None
             return cell, self.resources
         exercise = self._exercise.get(cell.metadata.get("nbgrader", {}).get("grade_id"))
@@ -342,12 +342,12 @@ class SandboxedExecute(_OutputLimits, Execute):
         except DeadKernelError:
             what = "the kernel died while this cell ran (os._exit, a crash in compiled code, or out of memory)"
             self.log.warning("The kernel died in cell %s", label)
-            cell.outputs.append(_error("DeadKernelError", what))
+            cell.outputs.append(_error_output("DeadKernelError", what))
             lost = f"the kernel died in cell {label}"
         except CellTimeoutError:
             what = f"this cell ran past its time limit ({timeout} s) and ignored the interrupt"
             self.log.warning("Cell %s ignored the interrupt after its timeout", label)
-            cell.outputs.append(_error("CellTimeoutError", what))
+            cell.outputs.append(_error_output("CellTimeoutError", what))
             lost = f"cell {label} ran past its time limit ({timeout} s) and ignored the interrupt"
         else:
             if any(o.get("ename") == "CellTimeoutError" for o in cell.outputs):
@@ -404,7 +404,7 @@ class SandboxedExecute(_OutputLimits, Execute):
     def _test_cell(self, cell, index: int, exercise: ExerciseCell):
         """Run a test cell in the verdict kernel, with the student's kernel serving its calls."""
         if self.kc is None:
-            cell.outputs = [_error("NotRun", f"not run: {self._stopped}")]
+            cell.outputs = [_error_output("NotRun", f"not run: {self._stopped}")]
             return cell
         # The student's kernel gets the cell's imports and definitions, as if it had run it, then serves.
         definitions = definitions_only(exercise.source)
@@ -519,7 +519,8 @@ class SandboxedExecute(_OutputLimits, Execute):
             self._verdict.execute_cell(cell, index, store_history=True)
         except Exception as error:  # the grader's own kernel: whatever happens, the notebook is graded on
             self.log.warning("The verdict kernel was lost in cell %s: %r", _label(cell, index), error)
-            cell.outputs.append(_error(type(error).__name__, f"the grader's kernel was lost in this cell: {error}"))
+            lost = f"the grader's kernel was lost in this cell: {error}"
+            cell.outputs.append(_error_output(type(error).__name__, lost))
             add_notes(self.nb, [f"the grader's kernel was lost in cell {_label(cell, index)}: a new one goes on"])
             self._stop_verdict_kernel()
 

@@ -400,7 +400,7 @@ class Answer:
         sys.stdout.write(str(reply.get("stdout", "")))
         sys.stderr.write(str(reply.get("stderr", "")))
         if "error" in reply:
-            raise _error(*reply["error"])
+            raise _rebuilt_error(*reply["error"])
         metas = reply.get("tensors", [])
         if not isinstance(metas, list) or len(metas) != len(data):
             raise ConnectionError("a malformed reply from the student's kernel")
@@ -431,7 +431,7 @@ class _RemoteCall(torch.autograd.Function):
         return (None, None, None, None, *[next(found, None) if need else None for need in needs])
 
 
-def _error(name: str, message: str, text: str) -> BaseException:
+def _rebuilt_error(name: str, message: str, text: str) -> BaseException:
     """The student's exception, as the test sees it: a builtin of that name, or a RuntimeError."""
     builtin = getattr(builtins, str(name), None)
     if isinstance(builtin, type) and issubclass(builtin, Exception):
