@@ -40,6 +40,11 @@ class LastStateClassifier(nn.Module):
     Shape:
         - tokens ``(B, S)`` long → logits ``(B, num_classes)``.
 
+    Example::
+
+        >>> LastStateClassifier("lstm", vocab_size=6, num_classes=3)(torch.tensor([[1, 2, 3], [4, 5, 0]])).shape
+        torch.Size([2, 3])
+
     Taught in chapter 1.
     """
 
@@ -67,6 +72,7 @@ class LastStateClassifier(nn.Module):
                 self.recurrent.bias_hh_l0[H : 2 * H].zero_()
 
     def forward(self, tokens: Tensor) -> Tensor:
+        """Logits ``(B, num_classes)`` from the top layer's final hidden state, for ``tokens (B, S)``."""
         check_shape("tokens", tokens, ("B", "S"))
         check_token_ids("tokens", tokens, self.embedding.num_embeddings)  # before the embedding looks them up
         _, final = self.recurrent(self.embedding(tokens))  # final: (1, B, H), LSTM: a pair

@@ -46,13 +46,18 @@ def _check_queries_keys(queries: Tensor, keys: Tensor, query_size=None, key_size
 
 
 class _Scorer(nn.Module):
+    """What every scorer shares: ``forward`` is :meth:`prepare_keys` then :meth:`score`."""
+
     def prepare_keys(self, keys: Tensor) -> Tensor:
+        """The key-only work, once per source: ``keys (B, S, Dk)`` → prepared keys (here the keys themselves)."""
         return keys
 
     def score(self, queries: Tensor, prepared_keys: Tensor) -> Tensor:
+        """``queries (B, T, Dq)`` against prepared keys → scores ``(B, T, S)``; each scorer writes its own."""
         raise NotImplementedError
 
     def forward(self, queries: Tensor, keys: Tensor) -> Tensor:
+        """``queries (B, T, Dq)``, ``keys (B, S, Dk)`` → scores ``(B, T, S)``."""
         return self.score(queries, self.prepare_keys(keys))  # (B, T, S)
 
 

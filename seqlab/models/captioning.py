@@ -62,6 +62,7 @@ class RegionCNN(nn.Module):
             self.flat = nn.Linear(grid * grid * output_size, output_size)
 
     def forward(self, images: Tensor, src_lengths=None) -> tuple:  # noqa: ARG002 (the memory encoders' signature)
+        """``images (B, C, H, W)`` (H, W: height and width) → ``(memory (B, grid², M), mask, summary (B, M))``."""
         check_shape("images", images, ("B", self.in_channels, "H", "W"))
         features = F.relu(self.conv2(F.relu(self.conv1(images))))  # (B, M, H, W)
         regions = F.adaptive_max_pool2d(features, self.grid)  # (B, M, grid, grid): what each region holds

@@ -49,6 +49,7 @@ class Listener(nn.Module):
         self.layers = nn.ModuleList(nn.GRU(size, H, batch_first=True, bidirectional=True) for size in sizes)
 
     def forward(self, frames: Tensor, src_lengths: Tensor) -> tuple:
+        """``frames (B, S, F)``, ``src_lengths (B,)`` → ``(memory (B, S', M), mask (B, S'), summary (B, M))``."""
         check_shape("frames", frames, ("B", "S", self.n_features))
         checks.check_lengths("src_lengths", src_lengths, frames.shape[0], frames.shape[1])
         states, lengths = frames, src_lengths.cpu()
