@@ -175,11 +175,11 @@ BUGS = {
         "greedy_decode",
         [
             (
-                "    context, state = model.encode(src, src_lengths)",
+                "    context, _, state = model.encode(src, src_lengths)",
                 "    from seqlab.models.decoding import greedy_search\n\n"
                 "    start = model.start_decoding(src, src_lengths)\n"
                 "    return greedy_search(model, start, len(src), max_len, src.device)\n"
-                "    context, state = model.encode(src, src_lengths)",
+                "    context, _, state = model.encode(src, src_lengths)",
             )
         ],
         {BY_HAND},
@@ -305,7 +305,7 @@ VARIANTS = {
     "greedy_end_steps_then_pad": Variant(
         "greedy_decode",
         GREEDY_HEAD
-        + """    context, state = model.encode(src, src_lengths)
+        + """    context, _, state = model.encode(src, src_lengths)
     B = src.shape[0]
     prev = torch.full((B,), BOS_ID, dtype=torch.long, device=src.device)
     end = torch.full((B,), max_len + 1, device=src.device)  # the step of each row's first <eos>
@@ -329,7 +329,7 @@ VARIANTS = {
     "greedy_masked_fill_of_the_eos_column": Variant(
         "greedy_decode",
         GREEDY_HEAD
-        + """    ctx, s = model.encode(src, src_lengths)
+        + """    ctx, _, s = model.encode(src, src_lengths)
     B = len(src)
     y = torch.full((B,), BOS_ID, dtype=torch.long, device=src.device)
     finished = torch.zeros(B, dtype=torch.bool, device=src.device)
@@ -356,7 +356,7 @@ VARIANTS = {
         GREEDY_HEAD
         + """    from seqlab.models.decoding import pad_token_lists
 
-    context, state = model.encode(src, src_lengths)
+    context, _, state = model.encode(src, src_lengths)
     B = src.shape[0]
     rows = [[] for _ in range(B)]
     scores = [context.new_zeros(()) for _ in range(B)]
@@ -397,7 +397,7 @@ VARIANTS = {
                 log_probs[:, EOS_ID] = -float("inf")
             return log_probs, {**state, "hidden": hidden}
 
-    context, hidden = model.encode(src, src_lengths)
+    context, _, hidden = model.encode(src, src_lengths)
     state = {"context": context, "hidden": hidden}
     return greedy_search(WithMyStep(), state, len(src), max_len, src.device)
 """,
@@ -405,7 +405,7 @@ VARIANTS = {
     "greedy_top_two": Variant(
         "greedy_decode",
         GREEDY_HEAD
-        + """    context, state = model.encode(src, src_lengths)
+        + """    context, _, state = model.encode(src, src_lengths)
     B = src.size(0)
     prev = src.new_full((B,), BOS_ID)
     alive = torch.ones(B, dtype=torch.bool, device=src.device)

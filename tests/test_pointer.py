@@ -120,10 +120,10 @@ def reference_pointer_run(model, src, src_lengths, tgt_in):
         seen = coverage if model.coverage_weight > 0 else torch.zeros_like(coverage)  # coverage off: zeros
         context, attn = coverage_attend(model.attention, hidden[-1], memory, src_lengths, seen)
         prev = tgt_in[:, t].masked_fill(tgt_in[:, t] >= V, UNK_ID)  # an OOV is read as <unk>
-        embedded = model.embedding.weight[prev]  # (B, E)
-        z, hidden = stacked_step(model.rnn, torch.cat([embedded, context], dim=1), hidden)
+        embedded = model.decoder.embedding.weight[prev]  # (B, E)
+        z, hidden = stacked_step(model.decoder.rnn, torch.cat([embedded, context], dim=1), hidden)
         features = torch.cat([z, context, embedded], dim=1)  # [z_new; context; embed(y)]
-        logits = features @ model.output.weight.T + model.output.bias
+        logits = features @ model.decoder.output.weight.T + model.decoder.output.bias
         vocab_probs = logits.exp() / logits.exp().sum(dim=1, keepdim=True)
         p_gen = torch.sigmoid(features @ model.switch.weight.T + model.switch.bias)  # (B, 1)
         probs = naive_final_distribution(vocab_probs, attn, p_gen, src, n_oov)

@@ -90,7 +90,8 @@ def test_teacher_forcing_and_stepping_match_a_loop_written_from_the_equations(ce
     torch.manual_seed(0)
     model = Seq2Seq(12, 9, embedding_size=5, hidden_size=8, cell=cell, num_layers=2).double().eval()
     tgt_in = torch.tensor([[BOS_ID, 4, 5, 6], [BOS_ID, 7, 8, 0], [BOS_ID, 3, 0, 0]])
-    context, initial = model.encode(SRC, LENGTHS)  # (B, H), (L, B, H)
+    context, mask, initial = model.encode(SRC, LENGTHS)  # (B, H), None, (L, B, H)
+    assert mask is None  # one context vector: nothing to mask
     expected, expected_state = context_decoder_run(model.decoder, tgt_in, initial, context)  # (B, T, V)
     # Teacher forcing: the whole target in one call of the fused RNN.
     log_probs = model(SRC, LENGTHS, tgt_in)  # (B, T, V)
@@ -125,7 +126,7 @@ def test_beam_search_returns_hypotheses_in_score_order_with_true_scores():
         scores = [h.score for h in hyps]
         assert scores == sorted(scores, reverse=True)
         # Re-score each hypothesis with the reference decoder: the sum of its tokens' log-probabilities.
-        context, initial = model.encode(SRC[row : row + 1], LENGTHS[row : row + 1])
+        context, _, initial = model.encode(SRC[row : row + 1], LENGTHS[row : row + 1])
         for h in hyps:
             tgt_in = torch.tensor([[BOS_ID] + h.tokens[:-1]])
             log_probs = context_decoder_run(model.decoder, tgt_in, initial, context)[0][0]  # (T, V)

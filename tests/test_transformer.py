@@ -1,6 +1,7 @@
 """seqlab.models.multihead and seqlab.models.transformer (chapter 8) against torch.nn, the paper's formula, and the
 model contract."""
 
+import inspect
 import math
 
 import pytest
@@ -224,17 +225,17 @@ def test_positions_are_distinct_and_shift_by_a_rotation():
          "mask: expected a bool tensor"),
         (lambda: causal_mask(3, 2), r"the keys \(S=2\) must include the 3 queries"),
         (lambda: sinusoidal_positions(0, 4), "length must be at least 1, got 0"),
-        (lambda: Transformer(12, 9, hidden_size=16, num_heads=2)(SRC, LENGTHS[:2], TGT_IN),
+        (lambda: Transformer(12, 9, d_model=16, nhead=2)(SRC, LENGTHS[:2], TGT_IN),
          r"src_lengths: expected shape \(3\), got \(2\)"),
-        (lambda: Transformer(12, 9, hidden_size=16, num_heads=2)(SRC, LENGTHS, TGT_IN[:2]),
+        (lambda: Transformer(12, 9, d_model=16, nhead=2)(SRC, LENGTHS, TGT_IN[:2]),
          r"tgt_in: expected shape \(3, T\), got \(2, 4\)"),
-        (lambda: Transformer(12, 9, hidden_size=16, num_heads=2)(SRC, torch.tensor([5, 0, 3]), TGT_IN),
+        (lambda: Transformer(12, 9, d_model=16, nhead=2)(SRC, torch.tensor([5, 0, 3]), TGT_IN),
          r"src_lengths must lie in \[1, 5\]"),
-        (lambda: Transformer(12, 9, hidden_size=16, num_heads=2)(SRC + 5, LENGTHS, TGT_IN),
+        (lambda: Transformer(12, 9, d_model=16, nhead=2)(SRC + 5, LENGTHS, TGT_IN),
          r"src: token id 14 is outside the vocabulary of 12 ids"),
-        (lambda: Transformer(12, 9, hidden_size=16, num_heads=2)(SRC, LENGTHS, TGT_IN + 6),
+        (lambda: Transformer(12, 9, d_model=16, nhead=2)(SRC, LENGTHS, TGT_IN + 6),
          r"tgt_in: token id 14 is outside the vocabulary of 9 ids"),
-        (lambda: Transformer(12, 9, hidden_size=16, num_heads=2)(SRC, LENGTHS, TGT_IN[:, :0]),
+        (lambda: Transformer(12, 9, d_model=16, nhead=2)(SRC, LENGTHS, TGT_IN[:, :0]),
          r"tgt_in: expected at least one step \(T\)"),
         (lambda: MultiHeadAttention(E, HEADS)(*(torch.ones(2, 4, E, dtype=torch.long),) * 3),
          "query: expected a floating-point tensor, got torch.int64"),
@@ -282,7 +283,7 @@ def test_decoder_layer_matches_torch_and_one_position_at_a_time():
 
 def small_model(seed=0, **kwargs):
     torch.manual_seed(seed)
-    return Transformer(12, 9, hidden_size=16, num_heads=2, **kwargs).double()
+    return Transformer(12, 9, d_model=16, nhead=2, **kwargs).double()
 
 
 def test_model_shapes_and_distributions():
@@ -356,6 +357,25 @@ def test_seqlab_train_trains_it():
     pairs = reversal_task(64, min_len=2, max_len=4, n_symbols=4, seed=0)
     src_vocab, tgt_vocab = build_vocabs(pairs)
     torch.manual_seed(0)
-    model = Transformer(len(src_vocab), len(tgt_vocab), hidden_size=16, num_heads=2, num_layers=1)
+    model = Transformer(len(src_vocab), len(tgt_vocab), d_model=16, nhead=2, num_encoder_layers=1, num_decoder_layers=1)
     history = train_seq2seq(model, pairs, src_vocab, tgt_vocab, epochs=8, batch_size=16, lr=1e-2)
     assert history["loss"][-1] < 0.5 * history["loss"][0]
+
+
+def test_the_transformer_and_its_layers_take_torch_argument_names():
+    """Issue 26: where an argument means what torch.nn.Transformer's does, it has torch's name."""
+    ours = list(inspect.signature(Transformer).parameters)
+    torchs = set(inspect.signature(torch.nn.Transformer).parameters)
+    assert ours[:2] == ["src_vocab_size", "tgt_vocab_size"]  # torch's Transformer has no vocabulary
+    assert ours[2:] == ["d_model", "nhead", "num_encoder_layers", "num_decoder_layers", "dim_feedforward", "dropout"]
+    assert set(ours[2:]) <= torchs
+    for layer, reference in (
+        (TransformerEncoderLayer, torch.nn.TransformerEncoderLayer),
+        (TransformerDecoderLayer, torch.nn.TransformerDecoderLayer),
+    ):
+        assert list(inspect.signature(layer).parameters) == list(inspect.signature(reference).parameters)[:4]
+    model = Transformer(12, 9, d_model=8, nhead=2, num_encoder_layers=1, num_decoder_layers=3, dim_feedforward=5)
+    assert (len(model.encoder_layers), len(model.decoder_layers)) == (1, 3)
+    assert model.decoder_layers[2].linear1.out_features == 5 and model.decoder_layers[0].self_attn.num_heads == 2
+    assert model(SRC, LENGTHS, TGT_IN).shape == (3, TGT_IN.shape[1], 9)
+    assert model.encode(SRC, LENGTHS).state.shape == (3, 3, 0, 8)  # (L decoder layers, B, nothing yet, H)

@@ -19,6 +19,7 @@ from torch import Tensor, nn
 from seqlab.core.checks import check_not_empty, check_shape, check_token_ids
 from seqlab.models.attention import Attention
 from seqlab.models.decoder import ContextDecoder
+from seqlab.models.decoding import AttentionStep
 from seqlab.models.rnn import hidden_state
 
 
@@ -41,7 +42,7 @@ class AttentionDecoder(nn.Module):
 
     Shape:
         - ``step(prev_tokens (B,), state, memory (B, S, M), mask (B, S), prepared_keys)`` →
-          ``(log_probs (B, V), state, weights (B, S))``; state ``(L, B, H)`` (LSTM: a pair).
+          ``AttentionStep(log_probs (B, V), state, weights (B, S))``; state ``(L, B, H)`` (LSTM: a pair).
         - ``forward(tgt_in (B, T), state, memory, mask)`` → ``(log_probs (B, T, V), state, weights (B, T, S))``:
           the steps one after the other, returned in the same order as ``step``'s.
 
@@ -75,8 +76,9 @@ class AttentionDecoder(nn.Module):
         """The previous state queries every encoder state: context ``(B, 1, M)``, weights ``(B, 1, S)``."""
         return self.attention(self.query(state).unsqueeze(1), memory, memory, mask, prepared_keys=prepared_keys)
 
-    def step(self, prev_tokens: Tensor, state, memory: Tensor, mask: Tensor, prepared_keys: Tensor) -> tuple:
-        """One decoder step. Returns ``log_probs (B, V)``, the new state, and ``weights (B, S)``."""
+    def step(self, prev_tokens: Tensor, state, memory: Tensor, mask: Tensor, prepared_keys: Tensor) -> AttentionStep:
+        """One decoder step: ``AttentionStep(log_probs (B, V), state, weights (B, S))``, chapter 3's
+        :class:`~seqlab.models.decoding.DecoderStep` plus the attention weights."""
         decoder = self.context_decoder
         embedded = decoder.embed(prev_tokens.unsqueeze(1))  # (B, 1, E)
         # 1) attend: the previous state queries every encoder state
@@ -85,7 +87,7 @@ class AttentionDecoder(nn.Module):
         output, state = decoder.recur(embedded, state, context)  # (B, 1, H)
         # 3) predict the next token
         log_probs = decoder.predict(output, context, embedded)  # (B, 1, V)
-        return log_probs.squeeze(1), state, weights.squeeze(1)
+        return AttentionStep(log_probs.squeeze(1), state, weights.squeeze(1))
 
     def forward(self, tgt_in: Tensor, state, memory: Tensor, mask: Tensor) -> tuple:
         """All steps of a teacher-forced target, one :meth:`step` after the other."""

@@ -15,6 +15,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from seqlab.core.checks import check_not_empty, check_shape, check_token_ids
+from seqlab.models.decoding import DecoderStep
 from seqlab.models.rnn import CELLS, TORCH_LAYERS
 
 
@@ -33,7 +34,8 @@ class ContextDecoder(nn.Module):
     Shape:
         - ``forward(tgt_in (B, T), state, context (B, C)) -> (log_probs (B, T, V), state)``,
           state ``(L, B, H)`` (LSTM: a pair).
-        - ``step(prev_tokens (B,), state, context) -> (log_probs (B, V), state)``: the same with T = 1.
+        - ``step(prev_tokens (B,), state, context) -> DecoderStep(log_probs (B, V), state)``: the same
+          with T = 1 (:class:`~seqlab.models.decoding.DecoderStep`).
 
     Teacher forcing is why ``forward`` can take the whole target at once: the decoder's input at step
     t is the *true* token y_{t-1}, known in advance, so the fused RNN runs over all steps in one call.
@@ -104,11 +106,15 @@ class ContextDecoder(nn.Module):
         """The recurrent cell over ``[embed(y); ctx]``: ``(B, T, E)``, ``(B, T, C)`` → outputs ``(B, T, H)``, state."""
         return self.rnn(torch.cat([embedded, context], dim=2), state)
 
+    def features(self, outputs: Tensor, context: Tensor, embedded: Tensor) -> Tensor:
+        """What the output layer reads, ``[s_t; ctx; embed(y_{t-1})]``: ``(B, T, H+C+E)``."""
+        return torch.cat([self.dropout(outputs), context, embedded], dim=2)  # (B, T, H+C+E)
+
     def predict(self, outputs: Tensor, context: Tensor, embedded: Tensor) -> Tensor:
         """The next token's log-probabilities from ``[s_t; ctx; embed(y_{t-1})]``: ``(B, T, V)``."""
-        features = torch.cat([self.dropout(outputs), context, embedded], dim=2)  # (B, T, H+C+E)
-        return F.log_softmax(self.output(features), dim=-1)  # (B, T, V)
+        return F.log_softmax(self.output(self.features(outputs, context, embedded)), dim=-1)  # (B, T, V)
 
-    def step(self, prev_tokens: Tensor, state, context: Tensor) -> tuple:
+    def step(self, prev_tokens: Tensor, state, context: Tensor) -> DecoderStep:
+        """One step: ``DecoderStep(log_probs (B, V), state)`` (the step contract of :mod:`seqlab.models.decoding`)."""
         log_probs, state = self._decode(prev_tokens.unsqueeze(1), state, context)  # (B, 1, V)
-        return log_probs.squeeze(1), state  # (B, V)
+        return DecoderStep(log_probs.squeeze(1), state)  # (B, V)

@@ -1,7 +1,23 @@
-"""Greedy decoding and beam search, for any model that can take one decoder step (chapter 3).
+"""Greedy decoding and beam search, for any model that can take one decoder step (chapter 3), and the
+two results every model that decodes shares: :class:`Encoded` and the decoder steps' tuples.
 
-A model is decodable when it has three methods (the Seq2Seq of chapter 3, the attention model of
-chapter 4 and the pointer-generator of chapter 6 all do):
+**The encode contract.** Every model that decodes has ``encode(src, src_lengths) -> Encoded``, a named
+tuple ``(memory, mask, state)``: ``memory`` is what the decoder reads of the source, ``mask`` says which
+of its positions are real, ``state`` is the decoder's initial state. Every model means the same by them
+(see :class:`Encoded`), so ``memory, mask, state = model.encode(src, src_lengths)`` reads any of them.
+
+**The decoder-step contract.** A decoder's ``step`` returns a named tuple whose first two fields are
+``(log_probs (B, V), state)``; a decoder that does more adds named fields after them, and a later
+decoder's tuple starts with the earlier one's:
+
+* :class:`DecoderStep` ``(log_probs, state)``: chapter 3's :class:`~seqlab.models.decoder.ContextDecoder`;
+* :class:`AttentionStep` ``(log_probs, state, weights)``: chapter 4's
+  :class:`~seqlab.models.attention_decoder.AttentionDecoder` adds the attention weights;
+* :class:`~seqlab.models.pointer.PointerStep` ``(log_probs, state, weights, p_gen, coverage, probs)``:
+  chapter 6's pointer-generator adds the switch, the coverage it attended with, and the probabilities.
+
+**The decoding protocol.** A model is decodable when it has three methods (every model above, the
+Transformer of chapter 8 and chapter 7's :class:`~seqlab.models.memory_seq2seq.MemorySeq2Seq` do):
 
 * ``start_decoding(src, src_lengths) -> state``: encode the source; ``state`` is whatever the
   decoder carries from step to step (hidden state, encoder outputs, coverage...);
@@ -10,11 +26,13 @@ chapter 4 and the pointer-generator of chapter 6 all do):
   best hypotheses. :class:`Decodable` provides it for the usual state, a dict of batch-first tensors
   with the recurrent state under ``"hidden"`` (see :func:`select_rows`).
 
-:class:`Decodable` turns those into ``greedy_decode`` and ``beam_search``, which leave the model in the
-mode (training or evaluation) they found it in.
+:class:`Decodable` turns those into ``greedy_decode(src, src_lengths, max_len)`` and
+``beam_search(src, src_lengths, max_len, beam_size=4, length_penalty=0.0, return_hypotheses=False)``,
+the same for every model, which leave the model in the mode (training or evaluation) they found it in.
 """
 
 from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 import torch
 from torch import Tensor, nn
@@ -23,6 +41,44 @@ from seqlab.core.checks import check_at_least_one, check_in_range, check_not_emp
 from seqlab.core.device import evaluating
 from seqlab.core.padding import BOS_ID, EOS_ID, PAD_ID
 from seqlab.models.rnn import map_state
+
+
+class Encoded(NamedTuple):
+    """What every model's ``encode(src, src_lengths)`` returns: the source, read once, for the decoder.
+
+    Fields (one meaning in every model):
+
+    * ``memory``: what the decoder reads of the source at every step. For a decoder that attends, one
+      vector per source position ``(B, S, M)`` (the encoder's outputs; the Transformer's encoder stack);
+      for one that does not, the single context vector ``(B, M)`` it reads at every step (chapter 3's
+      :class:`~seqlab.models.seq2seq.Seq2Seq`, a :class:`~seqlab.models.memory_seq2seq.MemorySeq2Seq`
+      without attention): a memory of one slot.
+    * ``mask``: ``(B, S)`` bool, True at the real positions of ``memory``; None when ``memory`` is one vector.
+    * ``state``: the decoder's initial state, what it carries from step to step: ``(L, B, H)`` for a
+      recurrent decoder (an LSTM's: a pair), the empty history ``(L, B, 0, H)`` for the Transformer's.
+
+    Taught in chapter 3 (the context vector) and chapter 4 (the memory).
+    """
+
+    memory: Tensor
+    mask: Tensor | None
+    state: Any
+
+
+class DecoderStep(NamedTuple):
+    """One step of a decoder that reads a context vector (chapter 3's ``ContextDecoder.step``)."""
+
+    log_probs: Tensor  # (B, V): the next token's log-probabilities
+    state: Any  # the decoder's new state, as it came in ((L, B, H), an LSTM's pair)
+
+
+class AttentionStep(NamedTuple):
+    """One step of a decoder that attends (chapter 4's ``AttentionDecoder.step``): a :class:`DecoderStep`
+    plus the attention weights it read the memory with."""
+
+    log_probs: Tensor  # (B, V)
+    state: Any
+    weights: Tensor  # (B, S): this step's attention over the memory's positions
 
 
 @dataclass
@@ -147,16 +203,27 @@ def beam_search_one(model, state, max_len: int, beam_size: int, device, length_p
     return finished[:beam_size]
 
 
-def check_decoding_input(src: Tensor, max_len: int) -> None:
+def check_decoding_input(src: Tensor, max_len: int, source_dims: tuple = ("B", "S")) -> None:
     """What greedy and beam search need before they start: a batch of at least one source, and at
-    least one step to take (the model checks the rest when it encodes the source)."""
-    check_shape("src", src, ("B", "S"))
+    least one step to take (the model checks the rest when it encodes the source). ``source_dims``
+    None accepts any source with a batch dimension first (images, frames)."""
+    if source_dims is None:
+        if not isinstance(src, Tensor) or src.dim() == 0:
+            raise ValueError(f"src: expected a tensor whose first dimension is the batch (B, ...), got {src!r}")
+    else:
+        check_shape("src", src, source_dims)
     check_not_empty("src", src, 0, "sequence (B)")
     check_at_least_one("max_len", max_len)
 
 
 class Decodable:
-    """Mixin: ``greedy_decode`` and ``beam_search`` from the decoding methods above."""
+    """Mixin: ``greedy_decode`` and ``beam_search`` from the decoding methods above.
+
+    ``source_dims`` names the dimensions of ``src``, checked before decoding starts: token ids ``(B, S)``
+    by default; None for a model whose source is anything with the batch first (images, frames).
+    """
+
+    source_dims: tuple | None = ("B", "S")
 
     def reorder_state(self, state: dict, index: Tensor) -> dict:
         return select_rows(state, index)
@@ -170,7 +237,7 @@ class Decodable:
             ``(B, T)`` token ids, ``T <= max_len``: each row ends with eos (unless cut off) and is
             padded with 0 after it.
         """
-        check_decoding_input(src, max_len)
+        check_decoding_input(src, max_len, self.source_dims)
         with evaluating(self):
             state = self.start_decoding(src, src_lengths)
             tokens, _ = greedy_search(self, state, src.shape[0], max_len, src.device)
@@ -200,7 +267,7 @@ class Decodable:
             ``(B, T)`` token ids of each row's best hypothesis (padded with 0), and with
             ``return_hypotheses`` a list of ``B`` lists of :class:`Hypothesis`.
         """
-        check_decoding_input(src, max_len)
+        check_decoding_input(src, max_len, self.source_dims)
         check_at_least_one("beam_size", beam_size)
         all_hypotheses = []
         with evaluating(self):

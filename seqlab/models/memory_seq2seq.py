@@ -15,15 +15,14 @@ the decoder attends over ``memory``. Either way the first decoder state is ``tan
 import torch
 from torch import Tensor, nn
 
-from seqlab.core.checks import check_at_least_one, check_shape
-from seqlab.core.device import evaluating
+from seqlab.core.checks import check_shape
 from seqlab.models.attention import make_scorer
 from seqlab.models.attention_decoder import AttentionDecoder
 from seqlab.models.decoder import ContextDecoder
-from seqlab.models.decoding import greedy_search, select_rows
+from seqlab.models.decoding import Decodable, Encoded
 
 
-class MemorySeq2Seq(nn.Module):
+class MemorySeq2Seq(Decodable, nn.Module):
     """Memory encoder → recurrent decoder, with attention over the memory or with its summary alone.
 
     Args:
@@ -38,7 +37,11 @@ class MemorySeq2Seq(nn.Module):
         - ``model(src, src_lengths, tgt_in (B, T)) → log_probs (B, T, V)``; ``src`` is whatever the
           memory encoder reads (images ``(B, C, H, W)``, frames ``(B, S, F)``), ``src_lengths`` its
           lengths or None.
-        - ``greedy_decode(src, src_lengths, max_len) → (B, T')`` token ids.
+        - ``encode(src, src_lengths) → Encoded(memory, mask, state)``: with attention the memory
+          ``(B, S, M)`` and its mask, without it the summary ``(B, M)`` and None (the contract of
+          :class:`~seqlab.models.decoding.Encoded`); the state is ``(1, B, H)``.
+        - ``greedy_decode(src, src_lengths, max_len)`` and ``beam_search(...)`` → ``(B, T')`` token ids,
+          from :class:`~seqlab.models.decoding.Decodable`, as for every model that decodes.
         - ``attention_weights(src, src_lengths, tgt_in) → (B, T, S)`` (with attention only).
 
     Taught in chapter 7.
@@ -65,35 +68,41 @@ class MemorySeq2Seq(nn.Module):
         else:
             self.decoder = ContextDecoder(tgt_vocab_size, embedding_size, hidden_size, context_size=M)
 
-    def start_decoding(self, src: Tensor, src_lengths: Tensor | None) -> dict:
-        """Encode: the memory, its mask, its summary, and the first decoder state ``(1, B, H)``."""
+    source_dims = None  # images (B, C, H, W), frames (B, S, F): whatever the memory encoder reads
+
+    def encode(self, src: Tensor, src_lengths: Tensor | None) -> Encoded:
+        """The memory (or, without attention, its summary), its mask, and the first decoder state."""
         memory, mask, summary = self.memory_encoder(src, src_lengths)  # (B, S, M), (B, S), (B, M)
-        state = {"memory": memory, "mask": mask, "summary": summary}
-        state["hidden"] = torch.tanh(self.init_state(summary)).unsqueeze(0)  # (1, B, H)
+        state = torch.tanh(self.init_state(summary)).unsqueeze(0)  # (1, B, H)
         if self.attention:
-            state["prepared_keys"] = self.decoder.attention.scorer.prepare_keys(memory)  # once per input
-        return state
+            return Encoded(memory, mask, state)
+        return Encoded(summary, None, state)  # the summary is a memory of one slot, read at every step
+
+    # --- the decoding protocol of seqlab.models.decoding ---------------------------------------------
+
+    def start_decoding(self, src: Tensor, src_lengths: Tensor | None) -> dict:
+        memory, mask, hidden = self.encode(src, src_lengths)
+        if not self.attention:
+            return {"context": memory, "hidden": hidden}
+        prepared_keys = self.decoder.attention.scorer.prepare_keys(memory)  # once per input
+        return {"memory": memory, "mask": mask, "prepared_keys": prepared_keys, "hidden": hidden}
 
     def decode_step(self, prev_tokens: Tensor, state: dict) -> tuple:
-        """One step for every row: ``log_probs (B, V)`` and the next state (the decoding protocol)."""
         if self.attention:
             log_probs, hidden, _ = self.decoder.step(
                 prev_tokens, state["hidden"], state["memory"], state["mask"], state["prepared_keys"]
             )
         else:
-            log_probs, hidden = self.decoder.step(prev_tokens, state["hidden"], state["summary"])
+            log_probs, hidden = self.decoder.step(prev_tokens, state["hidden"], state["context"])
         return log_probs, {**state, "hidden": hidden}
-
-    def reorder_state(self, state: dict, index: Tensor) -> dict:
-        return select_rows(state, index)
 
     def _teacher_forced(self, src, src_lengths, tgt_in: Tensor) -> tuple:
         check_shape("tgt_in", tgt_in, ("B", "T"))
-        state = self.start_decoding(src, src_lengths)
+        memory, mask, state = self.encode(src, src_lengths)
         if self.attention:
-            log_probs, _, weights = self.decoder(tgt_in, state["hidden"], state["memory"], state["mask"])
+            log_probs, _, weights = self.decoder(tgt_in, state, memory, mask)
             return log_probs, weights  # (B, T, V), (B, T, S)
-        log_probs, _ = self.decoder(tgt_in, state["hidden"], state["summary"])
+        log_probs, _ = self.decoder(tgt_in, state, memory)
         return log_probs, None
 
     def forward(self, src, src_lengths, tgt_in: Tensor) -> Tensor:
@@ -105,12 +114,3 @@ class MemorySeq2Seq(nn.Module):
         if not self.attention:
             raise ValueError("a MemorySeq2Seq with attention=False has no attention weights")
         return self._teacher_forced(src, src_lengths, tgt_in)[1]
-
-    @torch.no_grad()
-    def greedy_decode(self, src, src_lengths, max_len: int) -> Tensor:
-        """The most likely token at every step, in evaluation mode (the model's mode is restored)."""
-        check_at_least_one("max_len", max_len)
-        with evaluating(self):
-            state = self.start_decoding(src, src_lengths)
-            tokens, _ = greedy_search(self, state, state["summary"].shape[0], max_len, state["summary"].device)
-        return tokens  # (B, T')

@@ -21,6 +21,8 @@ book's (``book/notation.md``): decoder state ``s_t``, attention weights ``α_{t,
 coverage ``cov_{t,i}``.
 """
 
+from typing import Any, NamedTuple
+
 import torch
 from torch import Tensor, nn
 
@@ -32,9 +34,10 @@ from seqlab.core.checks import (
     check_shape,
     check_token_ids,
 )
-from seqlab.core.padding import PAD_ID, UNK_ID, lengths_to_mask
+from seqlab.core.padding import UNK_ID, lengths_to_mask
 from seqlab.models.attention import AdditiveScorer, masked_softmax
-from seqlab.models.decoding import Decodable
+from seqlab.models.decoder import ContextDecoder
+from seqlab.models.decoding import Decodable, Encoded
 from seqlab.models.seq2seq import encoder_and_bridge
 
 
@@ -158,6 +161,19 @@ class CoverageAttention(nn.Module):
         return context, weights
 
 
+class PointerStep(NamedTuple):
+    """One step of the pointer-generator: chapter 4's :class:`~seqlab.models.decoding.AttentionStep`
+    ``(log_probs, state, weights)`` plus what the pointer adds (the step contract of
+    :mod:`seqlab.models.decoding`). Its distributions are over the extended vocabulary."""
+
+    log_probs: Tensor  # (B, V + n_oov): log P, with P clamped at EPSILON (what decoding ranks by)
+    state: Any  # the decoding state (a dict), with the new hidden state and coverage
+    weights: Tensor  # (B, S): this step's attention α_t
+    p_gen: Tensor  # (B,): the switch, the probability of generating rather than copying
+    coverage: Tensor  # (B, S): the coverage cov_t this step attended with (the sum of earlier α)
+    probs: Tensor  # (B, V + n_oov): P itself, the mixture of generating and copying
+
+
 class PointerGenerator(Decodable, nn.Module):
     """An attention Seq2Seq that can copy source words: the pointer-generator, optionally with coverage.
 
@@ -166,7 +182,11 @@ class PointerGenerator(Decodable, nn.Module):
     the example's out-of-vocabulary words. The model reads them as ``<unk>`` (it has no embedding for
     them) and can still write them, by copying.
 
-    Each decoder step (chapter 4's loop, plus the switch)::
+    It is built from the earlier chapters' parts: chapter 2's encoder and bridge, chapter 4's additive
+    attention with a coverage term (:class:`CoverageAttention`), and the decoder parts that chapter 4's
+    :class:`~seqlab.models.attention_decoder.AttentionDecoder` composes (``self.decoder``, a
+    :class:`~seqlab.models.decoder.ContextDecoder`: ``embed``, ``recur``, ``features``, ``output``).
+    Each decoder step is chapter 4's loop, plus the switch::
 
         ctx_t, α_t = attention(s_{t-1}, encoder states, cov_t)    # cov_t: the sum of earlier α
         s_t        = cell([emb(y_{t-1}); ctx_t], s_{t-1})
@@ -184,6 +204,9 @@ class PointerGenerator(Decodable, nn.Module):
     Shape:
         - ``model(src (B, S), src_lengths (B,), tgt_in (B, T)) -> probs (B, T, V + n_oov)``,
           ``n_oov = max(src) - V + 1`` (0 when the batch has no out-of-vocabulary word).
+        - ``encode(src, src_lengths) -> Encoded(memory (B, S, H), mask (B, S), state s_0 (1, B, H))``.
+        - ``step(prev_tokens (B,), state) -> PointerStep`` (:class:`PointerStep`).
+        - ``greedy_decode(src, src_lengths, max_len)`` and ``beam_search(...)`` → ``(B, T')`` extended ids.
 
     Taught in chapter 6.
     """
@@ -195,11 +218,28 @@ class PointerGenerator(Decodable, nn.Module):
         self.encoder, self.bridge = encoder_and_bridge(
             vocab_size, embedding_size, hidden_size, "gru", num_layers=1, bidirectional=True, dropout=0.0
         )
-        self.embedding = nn.Embedding(vocab_size, embedding_size, padding_idx=PAD_ID)
+        before_decoder = torch.get_rng_state()
         self.attention = CoverageAttention(hidden_size, hidden_size, hidden_size)
-        self.rnn = nn.GRU(embedding_size + hidden_size, hidden_size, batch_first=True)
-        self.output = nn.Linear(2 * hidden_size + embedding_size, vocab_size)
-        self.switch = nn.Linear(2 * hidden_size + embedding_size, 1)  # w and b of p_gen
+        self.decoder = ContextDecoder(vocab_size, embedding_size, hidden_size, context_size=hidden_size)
+        self.switch = nn.Linear(2 * hidden_size + embedding_size, 1)  # w and b of p_gen, reading decoder.features
+        self._redraw_in_first_order(before_decoder)
+
+    def _redraw_in_first_order(self, rng_state: Tensor) -> None:
+        """Draw the decoder's initial weights again, in the order in which chapter 6 was first run (the
+        embedding before the attention), so that a seed gives the same model as it did then."""
+        torch.set_rng_state(rng_state)
+        scorer = self.attention.scorer
+        for part in (
+            self.decoder.embedding,
+            scorer.key_proj,
+            scorer.query_proj,
+            scorer.v,
+            self.attention.coverage_proj,
+            self.decoder.rnn,
+            self.decoder.output,
+            self.switch,
+        ):
+            part.reset_parameters()
 
     def enable_coverage(self, weight: float = 1.0) -> None:
         """Switch coverage on (See et al. add it for a short last phase of training)."""
@@ -212,38 +252,46 @@ class PointerGenerator(Decodable, nn.Module):
     def n_oov(self, src: Tensor) -> int:
         return max(0, int(src.max()) - self.vocab_size + 1) if src.numel() else 0
 
-    def start_decoding(self, src: Tensor, src_lengths: Tensor) -> dict:
+    def encode(self, src: Tensor, src_lengths: Tensor) -> Encoded:
+        """``Encoded(memory (B, S, H), mask (B, S), state (1, B, H))``, as chapter 4's model encodes."""
         check_shape("src", src, ("B", "S"))
         check_token_ids("src", src)  # extended ids: any id >= V is an out-of-vocabulary word
         memory, final = self.encoder(self.to_unk(src), src_lengths)  # (B, S, H)
+        mask = lengths_to_mask(src_lengths, src.shape[1]).to(src.device)  # (B, S)
+        return Encoded(memory, mask, self.bridge(final))
+
+    def start_decoding(self, src: Tensor, src_lengths: Tensor) -> dict:
+        memory, mask, hidden = self.encode(src, src_lengths)
         return {
             "memory": memory,
-            "mask": lengths_to_mask(src_lengths, src.shape[1]).to(src.device),  # (B, S)
+            "mask": mask,
             "prepared_keys": self.attention.scorer.prepare_keys(memory),  # (B, S, A)
             "coverage": memory.new_zeros(src.shape),  # (B, S)
             "src": src,  # extended ids, for copying
-            "hidden": self.bridge(final),  # (1, B, H)
+            "hidden": hidden,  # (1, B, H)
             "n_oov": self.n_oov(src),
         }
 
-    def step(self, prev_tokens: Tensor, state: dict) -> tuple:
-        """One step. Returns ``probs (B, V + n_oov)``, the new state and a dict of what plots need."""
+    def step(self, prev_tokens: Tensor, state: dict) -> PointerStep:
+        """One step: a :class:`PointerStep` (chapter 4's step result plus the switch, the coverage and P)."""
+        decoder = self.decoder
         coverage_in = state["coverage"] if self.coverage_weight > 0 else torch.zeros_like(state["coverage"])
+        embedded = decoder.embed(self.to_unk(prev_tokens).unsqueeze(1))  # (B, 1, E)
         # 1) attend, with the coverage so far
         query = state["hidden"][-1]  # (B, H)
         context, attn = self.attention(query, state["memory"], state["mask"], state["prepared_keys"], coverage_in)
+        context = context.unsqueeze(1)  # (B, 1, H)
         # 2) update the decoder state
-        embedded = self.embedding(self.to_unk(prev_tokens))  # (B, E)
-        output, hidden = self.rnn(torch.cat([embedded, context], dim=1).unsqueeze(1), state["hidden"])  # (B, 1, H)
+        output, hidden = decoder.recur(embedded, state["hidden"], context)  # (B, 1, H)
         # 3) generate: the vocabulary distribution, and the switch
-        features = torch.cat([output.squeeze(1), context, embedded], dim=1)  # (B, 2H + E)
-        vocab_probs = torch.softmax(self.output(features), dim=1)  # (B, V)
+        features = decoder.features(output, context, embedded).squeeze(1)  # (B, 2H + E)
+        vocab_probs = torch.softmax(decoder.output(features), dim=1)  # (B, V)
         p_gen = torch.sigmoid(self.switch(features))  # (B, 1)
         # 4) mix generating and copying over the extended vocabulary
         probs = _mix(vocab_probs, attn, p_gen, state["src"], state["n_oov"])  # (B, V + n_oov): final_distribution
-        details = {"attn": attn, "p_gen": p_gen.squeeze(1), "coverage": state["coverage"]}
         new_state = {**state, "hidden": hidden, "coverage": state["coverage"] + attn}
-        return probs, new_state, details
+        log_probs = probs.clamp_min(EPSILON).log()  # (B, V + n_oov)
+        return PointerStep(log_probs, new_state, attn, p_gen.squeeze(1), state["coverage"], probs)
 
     def forward_with_details(self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor) -> dict:
         """Teacher-forced run. Returns ``probs (B, T, V + n_oov)``, ``attn (B, T, S)``, ``p_gen (B, T)``
@@ -254,8 +302,9 @@ class PointerGenerator(Decodable, nn.Module):
         state = self.start_decoding(src, src_lengths)
         steps = []
         for t in range(tgt_in.shape[1]):
-            probs, state, details = self.step(tgt_in[:, t], state)
-            steps.append({"probs": probs, **details})
+            step = self.step(tgt_in[:, t], state)
+            state = step.state
+            steps.append({"probs": step.probs, "attn": step.weights, "p_gen": step.p_gen, "coverage": step.coverage})
         return {key: torch.stack([s[key] for s in steps], dim=1) for key in steps[0]}
 
     def forward(self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor) -> Tensor:
@@ -264,8 +313,8 @@ class PointerGenerator(Decodable, nn.Module):
     # --- the decoding protocol of seqlab.models.decoding ---------------------------------------------
 
     def decode_step(self, prev_tokens: Tensor, state: dict) -> tuple:
-        probs, state, _ = self.step(prev_tokens, state)
-        return probs.clamp_min(EPSILON).log(), state  # log-probabilities over the extended vocabulary
+        step = self.step(prev_tokens, state)
+        return step.log_probs, step.state  # log-probabilities over the extended vocabulary
 
 
 EPSILON = 1e-12  # probabilities are clamped here before a log: a target the model cannot produce costs -log(1e-12)

@@ -17,7 +17,7 @@ from seqlab.core.padding import lengths_to_mask
 from seqlab.models.attention import make_scorer
 from seqlab.models.attention_decoder import AttentionDecoder
 from seqlab.models.decoder import ContextDecoder
-from seqlab.models.decoding import Decodable
+from seqlab.models.decoding import Decodable, Encoded
 from seqlab.models.encoder import Bridge, Encoder, last_layer_directions, per_direction
 from seqlab.models.rnn import hidden_state
 
@@ -60,6 +60,8 @@ class Seq2Seq(Decodable, nn.Module):
 
     Shape:
         - ``model(src (B, S), src_lengths (B,), tgt_in (B, T)) -> log_probs (B, T, V)``.
+        - ``encode(src, src_lengths) -> Encoded(memory=ctx (B, H), mask=None, state=s_0 (L, B, H))``
+          (:class:`~seqlab.models.decoding.Encoded`).
         - ``greedy_decode(src, src_lengths, max_len)`` and ``beam_search(...)`` → ``(B, T')`` ids.
 
     Example::
@@ -96,23 +98,24 @@ class Seq2Seq(Decodable, nn.Module):
             dropout=dropout,
         )
 
-    def encode(self, src: Tensor, src_lengths: Tensor) -> tuple:
-        """Returns the context vector ``(B, H)`` and the decoder's initial state ``(L, B, H)``."""
+    def encode(self, src: Tensor, src_lengths: Tensor) -> Encoded:
+        """``Encoded(memory, mask, state)``: the memory is the context vector ``(B, H)`` (one slot, so the
+        mask is None), the state the decoder's initial state ``(L, B, H)``."""
         _, final = self.encoder(src, src_lengths)
         per_layer = last_layer_directions(
             hidden_state(final), self.encoder.num_layers, self.encoder.num_directions
         )  # (L, B, D * H/D)
-        return per_layer[-1], self.bridge(final)  # (B, H), (L, B, H)
+        return Encoded(per_layer[-1], None, self.bridge(final))  # (B, H), None, (L, B, H)
 
     def forward(self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor) -> Tensor:
-        context, state = self.encode(src, src_lengths)
+        context, _, state = self.encode(src, src_lengths)
         log_probs, _ = self.decoder(tgt_in, state, context)
         return log_probs  # (B, T, V)
 
     # --- the decoding protocol of seqlab.models.decoding ---------------------------------------------
 
     def start_decoding(self, src: Tensor, src_lengths: Tensor) -> dict:
-        context, hidden = self.encode(src, src_lengths)
+        context, _, hidden = self.encode(src, src_lengths)
         return {"context": context, "hidden": hidden}
 
     def decode_step(self, prev_tokens: Tensor, state: dict) -> tuple:
@@ -137,7 +140,9 @@ class AttentionSeq2Seq(Decodable, nn.Module):
 
     Shape:
         - ``model(src (B, S), src_lengths (B,), tgt_in (B, T)) -> log_probs (B, T, V)``.
+        - ``encode(src, src_lengths) -> Encoded(memory (B, S, H), mask (B, S), state s_0 (L, B, H))``.
         - ``attention_weights(src, src_lengths, tgt_in) -> (B, T, S)``.
+        - ``greedy_decode(src, src_lengths, max_len)`` and ``beam_search(...)`` → ``(B, T')`` ids.
 
     Taught in chapter 4.
     """
@@ -169,11 +174,12 @@ class AttentionSeq2Seq(Decodable, nn.Module):
             dropout=dropout,
         )
 
-    def encode(self, src: Tensor, src_lengths: Tensor) -> tuple:
-        """Returns the memory ``(B, S, H)``, its mask ``(B, S)`` and the decoder's initial state."""
+    def encode(self, src: Tensor, src_lengths: Tensor) -> Encoded:
+        """``Encoded(memory, mask, state)``: the encoder's outputs ``(B, S, H)``, their mask ``(B, S)``
+        and the decoder's initial state ``(L, B, H)``."""
         memory, final = self.encoder(src, src_lengths)  # (B, S, H)
         mask = lengths_to_mask(src_lengths, src.shape[1]).to(src.device)  # (B, S)
-        return memory, mask, self.bridge(final)
+        return Encoded(memory, mask, self.bridge(final))
 
     def forward(self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor) -> Tensor:
         memory, mask, state = self.encode(src, src_lengths)

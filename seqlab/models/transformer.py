@@ -13,8 +13,10 @@ order, so :func:`sinusoidal_positions` are added to the embeddings.
 * :class:`~seqlab.models.multihead.MultiHeadAttention` and :func:`~seqlab.models.multihead.causal_mask`, from
   :mod:`seqlab.models.multihead`, are importable from here too.
 
-``hidden_size`` means what it means in every seqlab model: the size of each encoder output and of the
-decoder's state at each position (the paper's :math:`d_{model}`).
+The constructor arguments are torch.nn.Transformer's where they mean the same (``d_model``, ``nhead``,
+``num_encoder_layers``, ``num_decoder_layers``, ``dim_feedforward``, ``dropout``); ``d_model`` is what
+``hidden_size`` is in the recurrent models: the size of each encoder output and of the decoder's state at
+each position.
 """
 
 import math
@@ -25,7 +27,7 @@ from torch import Tensor, nn
 
 from seqlab.core.checks import check_at_least_one, check_not_empty, check_shape, check_src, check_token_ids
 from seqlab.core.padding import PAD_ID, lengths_to_mask
-from seqlab.models.decoding import Decodable
+from seqlab.models.decoding import Decodable, Encoded
 from seqlab.models.multihead import MultiHeadAttention, causal_mask
 
 __all__ = [
@@ -83,29 +85,29 @@ class TransformerEncoderLayer(nn.Module):
         x = x + dropout1(self_attn(norm1(x), norm1(x), norm1(x), mask))
         x = x + dropout2(linear2(dropout(relu(linear1(norm2(x))))))
 
-    The parameter names are torch.nn.TransformerEncoderLayer's, so ``load_state_dict`` takes the state
-    of ``torch.nn.TransformerEncoderLayer(H, num_heads, feedforward_size, batch_first=True,
-    norm_first=True)``.
+    The constructor arguments and parameter names are torch.nn.TransformerEncoderLayer's, so
+    ``load_state_dict`` takes the state of ``torch.nn.TransformerEncoderLayer(d_model, nhead,
+    dim_feedforward, batch_first=True, norm_first=True)``.
 
     Args:
-        hidden_size: H, the size of every position's vector.
-        num_heads: M, the attention heads (H must be divisible by it).
-        feedforward_size: the feed-forward network's hidden layer.
+        d_model: H, the size of every position's vector.
+        nhead: M, the attention heads (H must be divisible by it).
+        dim_feedforward: the feed-forward network's hidden layer.
         dropout: dropout on attention weights and in every residual branch.
 
     Shape:
         - x ``(B, S, H)``, mask ``(B, S)`` bool (True at real tokens) → ``(B, S, H)``, and the
-          self-attention weights ``(B, M, S, S)`` (M = ``num_heads``).
+          self-attention weights ``(B, M, S, S)`` (M = ``nhead``).
 
     Taught in chapter 8.
     """
 
-    def __init__(self, hidden_size: int, num_heads: int, feedforward_size: int, dropout: float = 0.0):
+    def __init__(self, d_model: int, nhead: int, dim_feedforward: int, dropout: float = 0.0):
         super().__init__()
-        self.self_attn = MultiHeadAttention(hidden_size, num_heads, dropout)
-        self.linear1 = nn.Linear(hidden_size, feedforward_size)
-        self.linear2 = nn.Linear(feedforward_size, hidden_size)
-        self.norm1, self.norm2 = nn.LayerNorm(hidden_size), nn.LayerNorm(hidden_size)
+        self.self_attn = MultiHeadAttention(d_model, nhead, dropout)
+        self.linear1 = nn.Linear(d_model, dim_feedforward)
+        self.linear2 = nn.Linear(dim_feedforward, d_model)
+        self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
         self.dropout, self.dropout1, self.dropout2 = nn.Dropout(dropout), nn.Dropout(dropout), nn.Dropout(dropout)
 
     def feed_forward(self, x: Tensor) -> Tensor:
@@ -135,26 +137,26 @@ class TransformerDecoderLayer(nn.Module):
     ``x`` is the newest position alone and ``history`` holds the earlier ones too, so nothing is
     recomputed for them. The causal mask lets each position see itself and the positions before it.
 
-    The parameter names are torch.nn.TransformerDecoderLayer's (``norm_first=True``).
+    The constructor arguments and parameter names are torch.nn.TransformerDecoderLayer's (``norm_first=True``).
 
     Args:
-        hidden_size, num_heads, feedforward_size, dropout: as for :class:`TransformerEncoderLayer`.
+        d_model, nhead, dim_feedforward, dropout: as for :class:`TransformerEncoderLayer`.
 
     Shape:
         - x ``(B, T, H)``, memory ``(B, S, H)``, memory_mask ``(B, S)`` bool, history ``(B, T', H)``
           with ``T' >= T`` → ``(B, T, H)``, self-attention weights ``(B, M, T, T')`` and
-          cross-attention weights ``(B, M, T, S)`` (M = ``num_heads``).
+          cross-attention weights ``(B, M, T, S)`` (M = ``nhead``).
 
     Taught in chapter 8.
     """
 
-    def __init__(self, hidden_size: int, num_heads: int, feedforward_size: int, dropout: float = 0.0):
+    def __init__(self, d_model: int, nhead: int, dim_feedforward: int, dropout: float = 0.0):
         super().__init__()
-        self.self_attn = MultiHeadAttention(hidden_size, num_heads, dropout)
-        self.multihead_attn = MultiHeadAttention(hidden_size, num_heads, dropout)  # cross-attention
-        self.linear1 = nn.Linear(hidden_size, feedforward_size)
-        self.linear2 = nn.Linear(feedforward_size, hidden_size)
-        self.norm1, self.norm2, self.norm3 = (nn.LayerNorm(hidden_size) for _ in range(3))
+        self.self_attn = MultiHeadAttention(d_model, nhead, dropout)
+        self.multihead_attn = MultiHeadAttention(d_model, nhead, dropout)  # cross-attention
+        self.linear1 = nn.Linear(d_model, dim_feedforward)
+        self.linear2 = nn.Linear(dim_feedforward, d_model)
+        self.norm1, self.norm2, self.norm3 = (nn.LayerNorm(d_model) for _ in range(3))
         self.dropout, self.dropout1, self.dropout2, self.dropout3 = (nn.Dropout(dropout) for _ in range(4))
 
     def feed_forward(self, x: Tensor) -> Tensor:
@@ -183,8 +185,8 @@ class Transformer(Decodable, nn.Module):
     """An encoder-decoder Transformer with the course's model contract.
 
     Source and target tokens are embedded, scaled by √H, and added to :func:`sinusoidal_positions`;
-    ``num_layers`` encoder layers read the source, ``num_layers`` decoder layers write the target, each
-    stack followed by a layer norm; a linear layer and a log-softmax give the next token's distribution::
+    ``num_encoder_layers`` encoder layers read the source, ``num_decoder_layers`` decoder layers write the
+    target, each stack followed by a layer norm; a linear layer and a log-softmax give the next token's distribution::
 
         memory = encoder_norm(encoder layers(embed(src) √H + PE))                      (B, S, H)
         P(y_t | y_<t, x) = softmax(W_out decoder_norm(decoder layers(embed(y_<t) √H + PE, memory)))
@@ -193,23 +195,29 @@ class Transformer(Decodable, nn.Module):
     ``(L, B, t, H)``: what the decoder carries from step to step, as a recurrent decoder carries its
     ``(L, B, H)`` state. A step computes the newest position only; its self-attention reads the others.
 
+    The arguments after the vocabulary sizes are torch.nn.Transformer's, with its meanings (torch has no
+    vocabulary: its Transformer starts from embeddings); the defaults are toy-sized, not torch's.
+
     Args:
-        src_vocab_size, tgt_vocab_size: vocabulary sizes (id 0 is padding in both).
-        hidden_size: H, the size of embeddings, encoder outputs and decoder states (the paper's d_model).
-        num_heads: M, the attention heads in every attention layer.
-        num_layers: L, encoder layers and decoder layers (L of each).
-        feedforward_size: the feed-forward networks' hidden layer (default ``4 * hidden_size``).
-        dropout: dropout on embeddings, attention weights and residual branches.
+        src_vocab_size, tgt_vocab_size: vocabulary sizes (id 0 is padding in both); not torch's.
+        d_model: H, the size of embeddings, encoder outputs and decoder states (torch's, the paper's).
+        nhead: M, the attention heads in every attention layer (torch's).
+        num_encoder_layers: encoder layers (torch's).
+        num_decoder_layers: decoder layers, L (torch's).
+        dim_feedforward: the feed-forward networks' hidden layer (torch's; default here ``4 * d_model``).
+        dropout: dropout on embeddings, attention weights and residual branches (torch's).
 
     Shape:
         - ``model(src (B, S), src_lengths (B,), tgt_in (B, T)) -> log_probs (B, T, V)``.
+        - ``encode(src, src_lengths) -> Encoded(memory (B, S, H), mask (B, S), state (L, B, 0, H))``:
+          the state is the decoder's empty history (:class:`~seqlab.models.decoding.Encoded`).
         - ``greedy_decode(src, src_lengths, max_len)`` and ``beam_search(...)`` → ``(B, T')`` ids.
         - ``attention_maps(src, src_lengths, tgt_in)`` → ``{"encoder": (B, L, M, S, S), "decoder":
           (B, L, M, T, T), "cross": (B, L, M, T, S)}``, every layer's and head's weights, for plots.
 
     Example::
 
-        >>> model = Transformer(src_vocab_size=12, tgt_vocab_size=9, hidden_size=16, num_heads=2)
+        >>> model = Transformer(src_vocab_size=12, tgt_vocab_size=9, d_model=16, nhead=2)
         >>> model(torch.tensor([[4, 5, 6]]), torch.tensor([3]), torch.tensor([[1, 7]])).shape
         torch.Size([1, 2, 9])
 
@@ -220,37 +228,39 @@ class Transformer(Decodable, nn.Module):
         self,
         src_vocab_size: int,
         tgt_vocab_size: int,
-        hidden_size: int = 64,
-        num_heads: int = 4,
-        num_layers: int = 2,
-        feedforward_size: int | None = None,
+        d_model: int = 64,
+        nhead: int = 4,
+        num_encoder_layers: int = 2,
+        num_decoder_layers: int = 2,
+        dim_feedforward: int | None = None,
         dropout: float = 0.0,
     ):
         super().__init__()
-        check_at_least_one("num_layers", num_layers)
-        feedforward_size = 4 * hidden_size if feedforward_size is None else feedforward_size
-        self.hidden_size = hidden_size
-        self.src_embedding = nn.Embedding(src_vocab_size, hidden_size, padding_idx=PAD_ID)
-        self.tgt_embedding = nn.Embedding(tgt_vocab_size, hidden_size, padding_idx=PAD_ID)
+        check_at_least_one("num_encoder_layers", num_encoder_layers)
+        check_at_least_one("num_decoder_layers", num_decoder_layers)
+        dim_feedforward = 4 * d_model if dim_feedforward is None else dim_feedforward
+        self.d_model = d_model
+        self.src_embedding = nn.Embedding(src_vocab_size, d_model, padding_idx=PAD_ID)
+        self.tgt_embedding = nn.Embedding(tgt_vocab_size, d_model, padding_idx=PAD_ID)
         with torch.no_grad():  # entries of variance 1 once scaled by √H, like the positions' scale
             for embedding in (self.src_embedding, self.tgt_embedding):
-                embedding.weight.normal_(std=hidden_size**-0.5)
+                embedding.weight.normal_(std=d_model**-0.5)
                 embedding.weight[PAD_ID].zero_()
         self.embedding_dropout = nn.Dropout(dropout)
-        layers = (hidden_size, num_heads, feedforward_size, dropout)
-        self.encoder_layers = nn.ModuleList(TransformerEncoderLayer(*layers) for _ in range(num_layers))
-        self.decoder_layers = nn.ModuleList(TransformerDecoderLayer(*layers) for _ in range(num_layers))
-        self.encoder_norm, self.decoder_norm = nn.LayerNorm(hidden_size), nn.LayerNorm(hidden_size)
-        self.output = nn.Linear(hidden_size, tgt_vocab_size)
+        layer = dict(d_model=d_model, nhead=nhead, dim_feedforward=dim_feedforward, dropout=dropout)
+        self.encoder_layers = nn.ModuleList(TransformerEncoderLayer(**layer) for _ in range(num_encoder_layers))
+        self.decoder_layers = nn.ModuleList(TransformerDecoderLayer(**layer) for _ in range(num_decoder_layers))
+        self.encoder_norm, self.decoder_norm = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.output = nn.Linear(d_model, tgt_vocab_size)
 
     def embed(self, embedding: nn.Embedding, tokens: Tensor, first_position: int = 0) -> Tensor:
         """Token embeddings scaled by √H plus the positions ``first_position, first_position + 1, ...``."""
         length = tokens.shape[1]
-        positions = sinusoidal_positions(first_position + length, self.hidden_size)[first_position:]  # (L, H)
-        scaled = embedding(tokens) * math.sqrt(self.hidden_size)  # (B, L, H)
+        positions = sinusoidal_positions(first_position + length, self.d_model)[first_position:]  # (L, H)
+        scaled = embedding(tokens) * math.sqrt(self.d_model)  # (B, L, H)
         return self.embedding_dropout(scaled + positions.to(scaled))  # (B, L, H)
 
-    def encode(self, src: Tensor, src_lengths: Tensor) -> tuple:
+    def encode_with_weights(self, src: Tensor, src_lengths: Tensor) -> tuple:
         """The memory ``(B, S, H)``, its mask ``(B, S)``, and each encoder layer's weights ``(B, M, S, S)``."""
         check_src(src, src_lengths)
         check_token_ids("src", src, self.src_embedding.num_embeddings)  # before the embedding looks them up
@@ -261,6 +271,13 @@ class Transformer(Decodable, nn.Module):
             x, layer_weights = layer(x, mask)  # (B, S, H), (B, M, S, S)
             weights.append(layer_weights)
         return self.encoder_norm(x), mask, weights
+
+    def encode(self, src: Tensor, src_lengths: Tensor) -> Encoded:
+        """``Encoded(memory (B, S, H), mask (B, S), state)``: the state is the decoder's history so far,
+        empty: ``(L, B, 0, H)``, what :meth:`decode_step` carries from step to step."""
+        memory, mask, _ = self.encode_with_weights(src, src_lengths)
+        nothing_yet = memory.new_zeros(len(self.decoder_layers), src.shape[0], 0, self.d_model)  # (L, B, 0, H)
+        return Encoded(memory, mask, nothing_yet)
 
     def decode(self, tgt_in: Tensor, memory: Tensor, memory_mask: Tensor) -> tuple:
         """Teacher forcing, every position at once: ``log_probs (B, T, V)``, and each decoder layer's
@@ -287,7 +304,7 @@ class Transformer(Decodable, nn.Module):
 
         Feed a decoded output (``<bos>`` + tokens) as ``tgt_in`` to see the weights that produced it.
         """
-        memory, mask, encoder_weights = self.encode(src, src_lengths)
+        memory, mask, encoder_weights = self.encode_with_weights(src, src_lengths)
         _, self_weights, cross_weights = self.decode(tgt_in, memory, mask)
         return {
             "encoder": torch.stack(encoder_weights, dim=1),  # (B, L, M, S, S)
@@ -298,8 +315,7 @@ class Transformer(Decodable, nn.Module):
     # --- the decoding protocol of seqlab.models.decoding ---------------------------------------------
 
     def start_decoding(self, src: Tensor, src_lengths: Tensor) -> dict:
-        memory, mask, _ = self.encode(src, src_lengths)
-        nothing_yet = memory.new_zeros(len(self.decoder_layers), src.shape[0], 0, self.hidden_size)  # (L, B, 0, H)
+        memory, mask, nothing_yet = self.encode(src, src_lengths)
         return {"memory": memory, "mask": mask, "hidden": nothing_yet}
 
     def decode_step(self, prev_tokens: Tensor, state: dict) -> tuple:
