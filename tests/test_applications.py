@@ -138,7 +138,7 @@ def test_pooled_classifier_last_states_are_both_directions_at_their_ends():
     torch.manual_seed(1)
     model = PooledClassifier(vocab_size=10, num_classes=2, embedding_size=4, hidden_size=6, pooling="last")
     src, lengths = torch.tensor([[4, 5, 6], [7, 8, 0]]), torch.tensor([3, 2])
-    pooled, weights = model.encode(src, lengths)
+    pooled, weights = model.sentence_embedding(src, lengths)
     outputs, _ = model.encoder(src, lengths)  # (B, S, 6): forward half, backward half
     expected = torch.stack([torch.cat([outputs[b, lengths[b] - 1, :3], outputs[b, 0, 3:]]) for b in range(2)])
     assert weights is None and pooled.shape == (2, 6)
@@ -152,7 +152,7 @@ def test_pooled_classifier_mean_is_the_mean_of_the_real_states():
     torch.manual_seed(8)
     model = PooledClassifier(vocab_size=10, num_classes=2, embedding_size=4, hidden_size=6, pooling="mean")
     src, lengths = torch.tensor([[4, 5, 6], [7, 8, 0]]), torch.tensor([3, 2])
-    pooled, weights = model.encode(src, lengths)
+    pooled, weights = model.sentence_embedding(src, lengths)
     outputs, _ = model.encoder(src, lengths)  # (B, S, 6)
     assert weights is None
     assert_close(pooled, torch.stack([outputs[0].mean(dim=0), outputs[1, :2].mean(dim=0)]))

@@ -86,7 +86,8 @@ class PooledClassifier(nn.Module):
     Shape:
         - ``model(src (B, S), src_lengths (B,)) → logits (B, num_classes)``.
         - ``model.attention_weights(src, src_lengths) → (B, S)`` (attention pooling only).
-        - ``model.encode(src, src_lengths) → (pooled (B, H), weights (B, S) or None)``.
+        - ``model.sentence_embedding(src, src_lengths) → (pooled (B, H), weights (B, S) or None)``
+          (not ``encode``, which in seqlab returns what a decoder reads: :class:`~seqlab.models.decoding.Encoded`).
 
     Taught in chapter 7.
     """
@@ -107,7 +108,7 @@ class PooledClassifier(nn.Module):
         self.pool = AttentionPooling(hidden_size) if pooling == "attention" else None
         self.output = nn.Linear(hidden_size, num_classes)
 
-    def encode(self, src: Tensor, src_lengths: Tensor) -> tuple:
+    def sentence_embedding(self, src: Tensor, src_lengths: Tensor) -> tuple:
         """The pooled vector ``(B, H)`` and the pooling weights ``(B, S)`` (None for ``"last"`` and ``"mean"``)."""
         states, final = self.encoder(src, src_lengths)  # (B, S, H), (2, B, H/2)
         if self.pooling == "last":
@@ -118,9 +119,9 @@ class PooledClassifier(nn.Module):
         return self.pool(states, lengths_to_mask(src_lengths, src.shape[1]).to(src.device))  # (B, H), (B, S)
 
     def forward(self, src: Tensor, src_lengths: Tensor) -> Tensor:
-        return self.output(self.encode(src, src_lengths)[0])  # (B, num_classes)
+        return self.output(self.sentence_embedding(src, src_lengths)[0])  # (B, num_classes)
 
     def attention_weights(self, src: Tensor, src_lengths: Tensor) -> Tensor:
         if self.pool is None:
             raise ValueError(f"a PooledClassifier with pooling={self.pooling!r} has no attention weights")
-        return self.encode(src, src_lengths)[1]  # (B, S)
+        return self.sentence_embedding(src, src_lengths)[1]  # (B, S)
