@@ -1,19 +1,52 @@
 """Render the book as `make book` does, but from the notebooks' stored outputs (no execution, so it
 takes seconds), into a temporary folder: the tests never read a stale _build/, and CI runs them too.
 
-Shared by tests/test_course_integrity.py (no solution in the rendered book) and tests/test_browser.py
-(the book as readers see it, in Chromium). pytest puts tests/ on sys.path (the folder has no
-__init__.py), so test files import this module as ``rendered_book``.
+Shared by tests/test_course_integrity.py (no solution in any edition of the rendered book) and
+tests/test_browser.py (the book as readers see it, in Chromium): :func:`shared_book` renders the book and
+its Chinese editions once per test session, whichever pytest-xdist worker asks first, and both read it.
+pytest puts tests/ on sys.path (the folder has no __init__.py), so test files import this module as
+``rendered_book``.
 """
 
+import importlib.util
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import yaml
+from filelock import FileLock
 
 ROOT = Path(__file__).resolve().parents[1]
 JUPYTER_BOOK = Path(sys.executable).parent / "jupyter-book"
+
+
+def _load_editions_tool():
+    spec = importlib.util.spec_from_file_location("book_editions", ROOT / "tools" / "book_editions.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+editions = _load_editions_tool()
+
+
+def shared_book(tmp_path_factory) -> Path:
+    """The English book with its Chinese editions in ``zh_CN/`` and ``zh_TW/``, rendered once per test session
+    and shared by every test that asks (read it, never write into it): the first pytest-xdist worker builds
+    it under a file lock, the others wait and use it. A failed build leaves no "done" mark, so the next
+    caller builds again and reports its own failure."""
+    base = tmp_path_factory.getbasetemp()
+    # Under xdist each worker's base is a folder of the session's own; its parent is the session's.
+    folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "shared-rendered-book"
+    done = folder / "done"
+    with FileLock(str(folder) + ".lock"):
+        if not done.exists():
+            html_dir = render_book(folder)
+            for language in editions.TRANSLATED:
+                editions.build_edition(language, html_dir / language)
+            done.write_text("rendered\n")
+    return folder / "_build" / "html"
 
 
 def render_book(out_dir: Path) -> Path:

@@ -36,7 +36,7 @@ import urllib.parse
 from pathlib import Path
 
 import pytest
-from rendered_book import ROOT, render_book
+from rendered_book import ROOT, editions, shared_book
 
 WIDTHS = {"desktop": 1280, "phone": 390}
 # Pages to keep a picture of, scrolled to what: chapter 3's opening (Chinese prose and the
@@ -59,16 +59,6 @@ def _load_font_tool():
 
 
 font_tool = _load_font_tool()
-
-
-def _load_editions_tool():
-    spec = importlib.util.spec_from_file_location("book_editions", ROOT / "tools" / "book_editions.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-editions = _load_editions_tool()
 
 
 def find_chromium() -> str | None:
@@ -120,9 +110,7 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
 @pytest.fixture(scope="module")
 def book(tmp_path_factory):
     """The rendered book and its Chinese editions, served on 127.0.0.1: (folder, base URL)."""
-    html_dir = render_book(tmp_path_factory.mktemp("book"))
-    for language in editions.TRANSLATED:
-        editions.build_edition(language, html_dir / language)
+    html_dir = shared_book(tmp_path_factory)  # rendered once per session, read by test_course_integrity too
     handler = functools.partial(_QuietHandler, directory=str(html_dir))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)

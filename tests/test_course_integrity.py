@@ -18,7 +18,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from rendered_book import render_book
+from rendered_book import editions, shared_book
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "solutions"
@@ -298,10 +298,12 @@ def test_exercise_states_what_each_task_is_worth(relative):
 # (c) the rendered book, and the leak check itself.
 
 
-def test_rendered_book_shows_no_solution(tmp_path):
-    html_dir = render_book(tmp_path)  # as `make book` renders it, from the stored outputs (seconds)
-    assert (html_dir / "exercises").is_dir(), "the exercises' pages were not rendered"
-    assert_no_leaks_in_html(html_dir)
+def test_rendered_book_shows_no_solution(tmp_path_factory):
+    html_dir = shared_book(tmp_path_factory)  # as `make book` and `make book-zh` render it, from the stored outputs
+    for language in ["en", *editions.TRANSLATED]:
+        edition = html_dir if language == "en" else html_dir / language
+        assert (edition / "exercises").is_dir(), f"the {language} edition's exercise pages were not rendered"
+    assert_no_leaks_in_html(html_dir)  # every edition: zh_CN/ and zh_TW/ are inside
 
 
 def page(code: str) -> str:
