@@ -34,14 +34,15 @@ def run_nbgrader(course: Path, *args: str, timeout: int = 240) -> subprocess.Com
     return subprocess.run(command, cwd=course, env=env, capture_output=True, text=True, timeout=timeout)
 
 
-def nbgrader(course: Path, *args: str) -> float:
+def nbgrader(course: Path, *args: str, timeout: int = 240) -> float:
     """Run one nbgrader command in the course; fail with its log if it fails. Returns the wall time.
+    ``timeout`` bounds a hang: a command over a whole class gives more, in proportion.
 
     Where bubblewrap cannot run, ``autograde`` runs with the sandbox switched off."""
     if SANDBOX_MISSING and args[:1] == ("autograde",):
         args = (*args, "--Sandbox.enabled=False")
     start = time.perf_counter()
-    result = run_nbgrader(course, *args)
+    result = run_nbgrader(course, *args, timeout=timeout)
     assert result.returncode == 0, f"nbgrader {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}"
     return time.perf_counter() - start
 

@@ -18,11 +18,11 @@ below its last answer cell (what breaking that answer costs):
 | student   | hands in                                                          | passes        |
 |-----------|-------------------------------------------------------------------|---------------|
 | perfect   | every exercise: the solution                                      | every test    |
-| always_eq | every exercise: each answer returns an object whose ``__eq__`` is | none          |
-|           | always True (every test must see through it)                      |               |
-| untouched | every exercise: the release as it was given out                   | none          |
-| loop      | the first exercise: an infinite loop before the last answer's     | all but late  |
-|           | code (graded with a short Execute.timeout)                        |               |
+| untouched | the 1st, 3rd, 5th... exercise: the release as it was given out    | none          |
+| always_eq | the 2nd, 4th, 6th... exercise: each answer returns an object whose| none          |
+|           | ``__eq__`` is always True (every test must see through it)        |               |
+| loop      | the first exercise: an infinite loop (of sleeps) before the last  | all but late  |
+|           | answer's code, which the course's cell timeout interrupts         |               |
 | crash     | one exercise: the solution, the last answer ending in os._exit(1) | all but late  |
 | deleted   | one exercise: every test cell deleted, the last answer not done   | all but late  |
 | edited    | one exercise: every test cell made ``pass`` and worth 100 points, | all but late, |
@@ -30,6 +30,11 @@ below its last answer cell (what breaking that answer costs):
 | stderr    | one exercise: the solution, each answer cell printing to stderr   | every test    |
 |           | and warning                                                       |               |
 | syntax    | one exercise: the solution, a syntax error in the last answer     | all but late  |
+
+So every exercise is graded end to end twice: its solution, and one wrong hand-in (untouched and always_eq
+take turns). That each exercise's own tests fail both the untouched release and the cheat is checked for
+every exercise besides, in-process, with tests/answer_runner.py (what nbgrader decides per test cell,
+without a sandbox and two kernels per student, as tests/test_buggy_*.py run their answers).
 
 Students who attack the grading or lose work by accident (``grading_harness.KINDS``, shared with the
 grade command's tests), each with one exercise, in turn after the ones above:
@@ -48,16 +53,18 @@ grade command's tests), each with one exercise, in turn after the ones above:
 |                | 50 points, the first answer made a read-only cell                        |            |
 | exits_in_call  | the solution, its last answer's function ending the kernel (os._exit)    | all but    |
 |                | when a test calls it (a new kernel for each such test)                   | late       |
-| loop_swallows  | the first exercise: the solution and, after the first answer, a loop     | every test |
-|                | that swallows the timeout's interrupt (graded with the loop)             |            |
 | transformer    | the first exercise: the release, its first answer installing an IPython  | none       |
 |                | input transformer that makes every test cell `pass`                      |            |
 | no_checks      | the first exercise: noise of the right shapes for answers, and           | none       |
 |                | ``assert_close`` and ``check_tensor`` made no-ops                        |            |
 
+The last kind, ``swallows`` (the solution and, after the first answer, a loop that swallows the timeout's
+interrupt), is graded by `seqlab grade --timeout` in tests/test_grade_command.py, with its score and its
+note, and not here; that file grades three kinds of this table too (vandal, big_line, sidebar), for what
+only that command does with them, and no other.
 Stock nbgrader drops the four damaged notebooks and the swallowed interrupt (no grade, and autograde
 exits with an error); nbgrader_config.py's preprocessors repair them (seqlab.grading.repair) and replace
-the kernel. Stock nbgrader gives the first two attacks and the last three full marks. Here an attack
+the kernel. Stock nbgrader gives the first two attacks and the last two full marks. Here an attack
 scores no more than the untouched release: the kernels run in bubblewrap (seqlab.grading.sandbox), so
 the course files, the gradebook and the other submissions are byte-identical after grading, and no
 process a submission started is alive; the test cells run in a verdict kernel that never runs the
@@ -88,6 +95,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from buggy_answers import RUNNER, plan_cells
 from grading_harness import (
     BIN,
     KINDS,
@@ -118,20 +126,20 @@ from postgres_server import unavailable as postgres_unavailable
 pytestmark = pytest.mark.xdist_group("class-cycle")
 
 EXERCISES = exercise_names(ROOT / "solutions")
-EVERY_EXERCISE = ["perfect", "always_eq", "untouched"]
+EVERY_EXERCISE = ["perfect"]
+TAKING_TURNS = {"untouched": EXERCISES[0::2], "always_eq": EXERCISES[1::2]}  # one of the two, each exercise
 LOST_WORK = ["big_line", "copied_test", "answer_moved", "graded_off", "sidebar", "exits_in_call"]
 ATTACKS = [] if SANDBOX_MISSING else sorted(ON_THE_COURSE)  # never run unsandboxed
 # in turn over the exercises, from the second
 ONE_EXERCISE = ["crash", "deleted", "edited", "stderr", "syntax"] + LOST_WORK + ATTACKS
-LOOPS = ["loop", "loop_swallows"]  # the first exercise, with a short cell timeout
+# The first exercise, graded with the rest of the class: the course's own cell timeout (c.Execute.timeout, 60 s)
+# interrupts the loop. (A shorter one for this notebook would apply to its every cell, the setup cell's
+# `import torch` too, which a busy machine can make slow.) The loop sleeps: a worker waits, no core spins.
+LOOPS = ["loop"]
 VERDICT_ATTACKS = sorted(ON_THE_VERDICT)  # on the first exercise (written for its answers)
-STUDENTS = EVERY_EXERCISE + LOOPS + VERDICT_ATTACKS + ONE_EXERCISE
-HANDS_IN = {s: EXERCISES for s in EVERY_EXERCISE} | {s: EXERCISES[:1] for s in LOOPS + VERDICT_ATTACKS}
+STUDENTS = EVERY_EXERCISE + list(TAKING_TURNS) + LOOPS + VERDICT_ATTACKS + ONE_EXERCISE
+HANDS_IN = {s: EXERCISES for s in EVERY_EXERCISE} | TAKING_TURNS | {s: EXERCISES[:1] for s in LOOPS + VERDICT_ATTACKS}
 HANDS_IN |= {s: [EXERCISES[i % len(EXERCISES)]] for i, s in enumerate(ONE_EXERCISE, start=1)} if EXERCISES else {}
-# Seconds per cell for the infinite loop's notebook (the course's c.Execute.timeout is 60). Every cell of that
-# notebook gets it, the setup cell's `import torch` too, which takes seconds on a busy machine: interrupted
-# there, the kernel may not settle within nbclient's 4 s, and nbgrader then drops the whole submission.
-LOOP_TIMEOUT = 20
 ENV = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")  # nbgrader runs `alembic`
 
 ALWAYS_EQUAL = '''
@@ -209,7 +217,9 @@ class Exercise:
             last.source += "\n\nimport os\n\nos._exit(1)\n"
             return nb, early
         if student == "loop":
-            last.source = "while True:\n    pass\n\n" + last.source
+            last.source = (
+                "import time\n\nwhile True:  # waits for what never comes\n    time.sleep(1)\n\n" + last.source
+            )
             return nb, early
         if student == "deleted":
             nb = self.last_unanswered()
@@ -234,9 +244,8 @@ class Exercise:
         if student == "syntax":
             last.source += "\n\ndef broken(:\n    pass\n"
             return nb, early
-        kind = "swallows" if student == "loop_swallows" else student
-        outcome = {"everything": everything, "nothing": nothing, "early": early}[KINDS[kind][1]]
-        return attack(kind, self.name, self.release, self.solution), outcome
+        outcome = {"everything": everything, "nothing": nothing, "early": early}[KINDS[student][1]]
+        return attack(student, self.name, self.release, self.solution), outcome
 
 
 def digest(folder, pattern="*.ipynb", leave_out=()):
@@ -400,16 +409,13 @@ def cycle(tmp_path_factory, gradebook_server):
     times["autograde unsandboxed"] = time.perf_counter() - start
     course_files = digest(course, "*", leave_out=GRADING_OUTPUT)
 
-    # The class with seqlab grade-class: the infinite loops first, with a short cell timeout, then the rest
-    # of the class (what is graded already is skipped).
-    runs["loops"] = grade_class(
-        "--student=loop", "--student=loop_swallows", nbgrader_args=[f"--Execute.timeout={LOOP_TIMEOUT}"]
-    )
+    # The class with seqlab grade-class (what is graded already is skipped).
     runs["class"] = grade_class()
-    times["autograde the loops"], times["autograde the rest"] = runs["loops"]["wall"], runs["class"]["wall"]
+    times["autograde the rest"] = runs["class"]["wall"]
     left_behind = processes_with()  # what a submission started and grading did not stop
     gradebook_after_grading = gradebook_digest(db_url)
-    times["generate_feedback"] = nbgrader(course, "generate_feedback", "*")  # every exercise, as README says
+    # every exercise, as README says; the bound, for a hang, is 30 s a submission (it takes 1 or 2 s each)
+    times["generate_feedback"] = nbgrader(course, "generate_feedback", "*", timeout=30 * len(expected))
     grades = exported(course, "grades.csv")
     first = {
         "submitted": digest(course / "submitted"),
@@ -535,6 +541,9 @@ def test_the_class_has_exercises():
     # the attacks on the verdict are graded on exercise 1 (grading_harness.FIRST_EXERCISE_ONLY)
     assert answer_ids(first)[0] == "peephole_lstm_step" and graded_points(first), answer_ids(first)
     assert all(points > 0 for points in graded_points(first).values()), graded_points(first)
+    # every kind of submission is graded here, but the loop that swallows its interrupt (test_grade_command.py)
+    assert set(KINDS) - set(STUDENTS) == {"swallows"} | (set(ON_THE_COURSE) if SANDBOX_MISSING else set())
+    assert set(EXERCISES) == {name for names in TAKING_TURNS.values() for name in names}
 
 
 @pytest.mark.parametrize("student", STUDENTS)
@@ -591,6 +600,39 @@ def test_an_untouched_release_fails_on_its_stubs(cycle):
     for name in HANDS_IN["untouched"]:
         ex, nb = autograded(cycle, "untouched", name)
         assert errors(nb, next(iter(ex.points))) == ["NotImplementedError"], name
+
+
+@pytest.mark.parametrize("name", EXERCISES)
+def test_each_exercises_tests_fail_the_untouched_release_and_the_cheat(tmp_path, name):
+    """Both wrong hand-ins of the table, for every exercise (the class grades each exercise with one of them),
+    in-process (tests/answer_runner.py): every test cell fails, with its hidden tests as the grader runs it,
+    and an untouched release fails its first test on the stub (NotImplementedError, raised as it is or
+    reported by the exercise's check as what the student's function raised)."""
+    ex = Exercise(ROOT, name)
+    cells = plan_cells(ex.solution)
+    answers = {c["grade_id"]: c["graded"] for c in cells if c["kind"] == "answer"}
+    assert list(answers) == ex.answers
+    students = {
+        "untouched": {gid: cell(ex.release, gid).source for gid in answers},
+        "always_eq": {gid: cheating(source) for gid, source in answers.items()},
+    }
+    plan, out = tmp_path / "plan.json", tmp_path / "verdicts.json"
+    plan.write_text(json.dumps({"cells": cells, "students": students}))
+    env = dict(os.environ, OMP_NUM_THREADS="1", SEQLAB_PROGRESS="0")
+    # a bound for a hang only: each cell has the runner's own limit, and this runs a few seconds
+    done = subprocess.run(
+        [str(BIN / "python"), str(RUNNER), str(plan), str(out)],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1800,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    verdicts = json.loads(out.read_text())
+    for student in students:
+        tests = verdicts[student]["graded"]["tests"]
+        assert list(tests) == list(ex.points), (student, tests)
+        passed = [gid for gid, failure in tests.items() if failure is None]
+        assert not passed, f"{name}: {student} passes {passed}"
+    first = verdicts["untouched"]["graded"]["tests"][next(iter(ex.points))]
+    assert first.startswith("NotImplementedError") or "raised NotImplementedError" in first, first
 
 
 def test_crash_and_loop_are_recorded_where_they_happened(cycle):
@@ -733,7 +775,6 @@ def test_a_50_mb_line_is_cut_to_the_output_limit(cycle):
         ("answer_moved", "was missing: the original was put back"),
         ("graded_off", "had its graded flag switched off: graded as the exercise's"),
         ("sidebar", "had been made a markdown cell"),
-        ("loop_swallows", "ignored the interrupt: a new kernel ran the cells above it again"),
     ],
 )
 def test_lost_work_is_graded_with_a_note(cycle, student, note):
@@ -784,7 +825,7 @@ def test_the_class_was_graded_by_two_workers_against_postgresql(cycle):
 
 def test_grade_class_grades_every_submission_once(cycle):
     runs = cycle["runs"]
-    first = [runs[name] for name in ("unsandboxed", "loops", "class")]
+    first = [runs[name] for name in ("unsandboxed", "class")]
     graded = [key for run in first for key in by_status(run).get("graded", ())]
     assert sorted(graded) == sorted(cycle["expected"])
     assert by_status(runs["class"])["unchanged"] == set(graded) - by_status(runs["class"])["graded"]
