@@ -5,73 +5,283 @@ source}}}``; each cell is ``{"kind": "answer" | "test" | "locked", "grade_id", "
 ``graded`` is a test cell's source as the grader runs it (hidden tests included) and ``visible`` as the student
 sees it. For each student, each of the two runs ("graded", "visible") executes every code cell in notebook order
 in a new namespace: locked cells as they are, answer cells with the student's source, test cells in that run's
-form. A test cell passes iff it raises nothing within ``CELL_SECONDS``; OUT gets, per student and run,
+form. A test cell passes iff it raises nothing within ``CELL_SECONDS`` of CPU time; OUT gets, per student and run,
 ``{test grade_id: None or "ErrorType: message"}``, and the errors of other cells under ``"cells"``.
 
 This is what nbgrader's autograde decides per test cell, without a sandbox and two kernels per student: the
 students here are the course's own realistic answers (tests/buggy_answers.py), not submissions.
+
+Two things make it cheap, neither changing what any run computes:
+
+* Shared beginnings run once. The runs (student, form) form a tree: two runs whose cells have had the same
+  sources so far are the same computation so far. The process runs a shared stretch once, then at the first
+  cell where the runs part it forks (``os.fork``), one child per other source, so each run goes on from an
+  exact copy of the state (namespace, random generators, torch's settings) that running its own cells from
+  the start gives. The graded and visible runs of a student share everything up to the first test cell with
+  a hidden block; a bug in a later task shares the earlier tasks' tests with the solution. Where forking is
+  not safe (CUDA is in use, or ``SEQLAB_RUNNER_FORK=0``), the runs that part are run one by one from the start.
+* Training is remembered. ``train_seq2seq`` (the locked cell that trains a fixed model, a hidden test that
+  trains one) is a deterministic function of the model's whole state, its arguments, and the random
+  generators' states; a call whose fingerprint of all of those was seen before gets the model, return value and
+  generator states that call left, instead of training again. A call whose arguments cannot be fingerprinted
+  (a function defined in the notebook, say) trains as usual.
 """
 
 import builtins
 import contextlib
+import copy
+import functools
+import hashlib
+import importlib
 import io
 import json
+import os
+import pickle
+import random
 import signal
 import sys
+import tempfile
+import types
 
-CELL_SECONDS = 60  # as the grader's per-cell limit
+CELL_SECONDS = 60  # the grader's per-cell limit, counted here in CPU seconds: only a loop that spins reaches it
+FORMS = ("graded", "visible")
+TRAINERS = ("seqlab.experiments.train", "seqlab.train")  # where train_seq2seq lives (now, and before the move)
 
 
 class CellTimeout(Exception):
     pass
 
 
-def _alarm(*_):
-    raise CellTimeout(f"the cell ran for more than {CELL_SECONDS} s")
+def _timeout(*_):
+    raise CellTimeout(f"the cell ran for more than {CELL_SECONDS} s of CPU time")
 
 
 def _describe(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}"[:2000]
 
 
-def run_one(cells: list, answers: dict, form: str) -> dict:
-    """One student's notebook in one form ("graded" or "visible"): each test cell's verdict."""
+def run_cell(index: int, cell: dict, source: str, namespace: dict, record: dict) -> None:
+    """Execute one cell in ``namespace``; its verdict (a test cell) or its error (another cell) into ``record``."""
+    signal.setitimer(signal.ITIMER_PROF, CELL_SECONDS)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            exec(compile(source, f"<cell {index}: {cell['grade_id'] or cell['kind']}>", "exec"), namespace)
+        outcome = None
+    except BaseException as error:  # a student's cell may raise anything, SystemExit too
+        outcome = _describe(error)
+    finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
+    if cell["kind"] == "test":
+        record["tests"][cell["grade_id"]] = outcome
+    elif outcome is not None:
+        record["cells"][cell["grade_id"] or f"cell {index}"] = outcome
+
+
+def new_namespace() -> dict:
+    return {"__name__": "__main__", "__builtins__": builtins}
+
+
+def sources_of(cells: list, answers: dict, form: str) -> list:
+    """The source of every cell in one run: the student's answers, the test cells in ``form``."""
+    return [answers.get(c["grade_id"], c["graded"]) if c["kind"] == "answer" else c[form] for c in cells]
+
+
+def run_alone(cells: list, sources: list) -> dict:
+    """One run from the start, in this process, in a new namespace."""
     import torch
 
-    namespace = {"__name__": "__main__", "__builtins__": builtins}
-    verdicts, errors = {}, {}
-    for index, cell in enumerate(cells):
-        if cell["kind"] == "answer":
-            source = answers.get(cell["grade_id"], cell["graded"])
-        else:
-            source = cell[form]
-        signal.alarm(CELL_SECONDS)
-        try:
-            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-                exec(compile(source, f"<cell {index}: {cell['grade_id'] or cell['kind']}>", "exec"), namespace)
-            outcome = None
-        except BaseException as error:  # a student's cell may raise anything, SystemExit too
-            outcome = _describe(error)
-        finally:
-            signal.alarm(0)
-        if cell["kind"] == "test":
-            verdicts[cell["grade_id"]] = outcome
-        elif outcome is not None:
-            errors[cell["grade_id"] or f"cell {index}"] = outcome
-    # what a student's cell may have changed for the next student
+    namespace, record = new_namespace(), {"tests": {}, "cells": {}}
+    for index, (cell, source) in enumerate(zip(cells, sources)):
+        run_cell(index, cell, source, namespace, record)
+    # what a student's cell may have changed for the next run in this process
     torch.set_default_dtype(torch.float32)
     torch.set_grad_enabled(True)
-    return {"tests": verdicts, "cells": errors}
+    return record
+
+
+def can_fork() -> bool:
+    if os.environ.get("SEQLAB_RUNNER_FORK", "1") == "0" or not hasattr(os, "fork"):
+        return False
+    torch = sys.modules.get("torch")
+    return torch is None or not torch.cuda.is_initialized()  # a forked child cannot use its parent's CUDA
+
+
+def in_child(work) -> dict:
+    """``work()`` (a dict of JSON values) in a forked copy of this process; its result."""
+    read, write = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns
+        os.close(read)
+        status = 1
+        try:
+            data = json.dumps(work()).encode()
+            status = 0
+        except BaseException as error:
+            data = json.dumps({"runner error": _describe(error)}).encode()
+        with os.fdopen(write, "wb") as f:
+            f.write(data)
+        os._exit(status)
+    os.close(write)
+    with os.fdopen(read, "rb") as f:
+        data = f.read()
+    _, status = os.waitpid(pid, 0)
+    result = json.loads(data) if data else {}
+    if status != 0 or "runner error" in result:
+        raise RuntimeError(f"a forked run failed (status {status}): {result.get('runner error', 'no output')}")
+    return result
+
+
+def explore(cells: list, sources: dict, members: list, start: int, namespace: dict, record: dict) -> dict:
+    """Go on with the runs ``members`` (keys of ``sources``), whose cells before ``start`` were run here, in
+    ``namespace``, with their verdicts so far in ``record``: ``{run key: record}`` at the end of each."""
+    results = {}
+    for index in range(start, len(cells)):
+        groups = {}
+        for member in members:
+            groups.setdefault(sources[member][index], []).append(member)
+        if len(groups) > 1:
+            *others, members = groups.values()
+            for group in others:
+                if can_fork():
+                    results |= in_child(
+                        lambda group=group, index=index: explore(
+                            cells, sources, group, index, namespace, copy.deepcopy(record)
+                        )
+                    )
+                else:
+                    results |= {member: run_alone(cells, sources[member]) for member in group}
+        run_cell(index, cells[index], sources[members[0]][index], namespace, record)
+    return results | {member: record for member in members}
+
+
+def run_all(cells: list, students: dict) -> dict:
+    """``{student: {form: record}}`` for every student of the plan and both forms."""
+    sources = {
+        f"{form}\t{student}": sources_of(cells, answers, form)
+        for student, answers in students.items()
+        for form in FORMS
+    }
+    if not can_fork():
+        done = {key: run_alone(cells, run) for key, run in sources.items()}
+    else:
+        done = explore(cells, sources, list(sources), 0, new_namespace(), {"tests": {}, "cells": {}})
+    return {student: {form: done[f"{form}\t{student}"] for form in FORMS} for student in students}
+
+
+def _tensor_id(value):
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        data = value.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
+        return (
+            type(value).__name__,
+            str(value.dtype),
+            tuple(value.shape),
+            str(value.device),
+            value.requires_grad,
+            data,
+        )
+    if isinstance(value, types.ModuleType):
+        return ("module", value.__name__)
+    return None
+
+
+class _Fingerprinter(pickle.Pickler):
+    def persistent_id(self, obj):
+        return _tensor_id(obj)
+
+
+def _generators() -> tuple:
+    """The states of every random generator a training run may draw from."""
+    import torch
+
+    numpy = sys.modules.get("numpy")
+    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else []
+    return (torch.get_rng_state(), cuda, random.getstate(), numpy.random.get_state() if numpy else None)
+
+
+def _set_generators(states: tuple) -> None:
+    import torch
+
+    torch_state, cuda, python_state, numpy_state = states
+    torch.set_rng_state(torch_state)
+    if cuda:
+        torch.cuda.set_rng_state_all(cuda)
+    random.setstate(python_state)
+    if numpy_state is not None:
+        sys.modules["numpy"].random.set_state(numpy_state)
+
+
+def fingerprint(function, args: tuple, kwargs: dict):
+    """A digest of everything a training call reads, or None when some of it cannot be pickled."""
+    import torch
+
+    settings = (torch.get_default_dtype(), torch.is_grad_enabled(), torch.get_num_threads())
+    everything = (function.__module__, function.__qualname__, args, sorted(kwargs.items()), _generators(), settings)
+    buffer = io.BytesIO()
+    try:
+        _Fingerprinter(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(everything)
+    except Exception:  # a class or function of the notebook's own, a lambda: not remembered
+        return None
+    return hashlib.sha256(buffer.getvalue()).hexdigest()
+
+
+def _grads(model) -> dict:
+    return {name: parameter.grad for name, parameter in model.named_parameters()}
+
+
+def remembered(function, folder: str):
+    """``function(model, ...)``, which trains ``model`` in place, remembered by :func:`fingerprint` in files
+    under ``folder`` (so that forked runs share them): the model, return value and generators' states it left."""
+
+    @functools.wraps(function)
+    def train(model, *args, **kwargs):
+        key = fingerprint(function, (model, *args), kwargs)
+        if key is None:
+            return function(model, *args, **kwargs)
+        path = os.path.join(folder, key)
+        if not os.path.exists(path):
+            result = function(model, *args, **kwargs)
+            try:
+                data = pickle.dumps((model, _grads(model), result, _generators()))
+            except Exception:  # something the training left cannot be pickled: not remembered
+                return result
+            with open(path + ".part", "wb") as f:
+                f.write(data)
+            os.replace(path + ".part", path)
+            return result
+        with open(path, "rb") as f:
+            trained, grads, result, states = pickle.load(f)
+        model.__dict__.clear()
+        model.__dict__.update(trained.__dict__)
+        for name, parameter in model.named_parameters():
+            parameter.grad = grads[name]  # what the last step left (pickling a parameter drops it)
+        _set_generators(states)
+        return result
+
+    train.remembered = folder
+    return train
+
+
+def remember_training(folder: str) -> None:
+    for name in TRAINERS:
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        function = getattr(module, "train_seq2seq", None)
+        if function is not None and not hasattr(function, "remembered"):
+            module.train_seq2seq = remembered(function, folder)
 
 
 def main(plan_path: str, out_path: str) -> None:
-    signal.signal(signal.SIGALRM, _alarm)
+    signal.signal(signal.SIGPROF, _timeout)
     with open(plan_path) as f:
         plan = json.load(f)
-    results = {
-        student: {form: run_one(plan["cells"], answers, form) for form in ("graded", "visible")}
-        for student, answers in plan["students"].items()
-    }
+    remember_training(tempfile.mkdtemp(prefix="trained-", dir=os.path.dirname(os.path.abspath(out_path))))
+    results = run_all(plan["cells"], plan["students"])
     with open(out_path, "w") as f:
         json.dump(results, f)
 
