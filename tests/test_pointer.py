@@ -97,7 +97,7 @@ def test_coverage_attention_matches_see_et_al_eq_11_with_padding():
     """e_i = vᵀ tanh(W_h h_i + W_s z + w_c c_i + b) over the real positions, with a coverage that is not
     zero (padded positions included) and padded memory that holds noise rather than zeros."""
     torch.manual_seed(0)
-    attention = CoverageAttention(query_size=7, memory_size=6, hidden_size=5).double()
+    attention = CoverageAttention(query_size=7, memory_size=6, attention_size=5).double()
     lengths = torch.tensor([5, 2, 3])
     mask = lengths_to_mask(lengths, 5)  # (B, S)
     query, memory = torch.randn(3, 7, dtype=torch.double), torch.randn(3, 5, 6, dtype=torch.double)

@@ -25,6 +25,7 @@ from seqlab.data.sentiment import sentiment_task
 from seqlab.data.shapes import shapes_task
 from seqlab.data.speech import speech_task
 from seqlab.data.vocab import Vocab
+from seqlab.experiments.claims import parameter_count
 from seqlab.experiments.train import fit, sequence_nll
 from seqlab.models.captioning import RegionCNN
 from seqlab.models.entailment import EntailmentClassifier
@@ -33,10 +34,6 @@ from seqlab.models.memory_seq2seq import MemorySeq2Seq
 from seqlab.models.pooling import PooledClassifier
 
 SENTIMENT_LABELS = ("negative", "positive")
-
-
-def parameter_count(model) -> int:
-    return sum(p.numel() for p in model.parameters())
 
 
 def _train(model, batches, loss, epochs: int, lr: float, device) -> float:
@@ -63,11 +60,11 @@ def sentiment_experiment(
     batch_size: int = 32,
     seed: int = 0,
     device="cpu",
-    hidden_size: int = 64,
+    encoding_size: int = 64,
 ) -> dict:
     """Train a :class:`PooledClassifier` (``pooling="attention"``, ``"last"`` or ``"mean"``) on sentiment sentences.
 
-    ``hidden_size`` is the encoder's output size (both directions together): a larger one gives the
+    ``encoding_size`` is the encoder's output size (both directions together): a larger one gives the
     last-state reader as many parameters as attention pooling (a size-matched control).
 
     Returns ``accuracy`` and ``decisive_weight``: the mean share of the pooling weights that falls on the
@@ -77,7 +74,7 @@ def sentiment_experiment(
     train, test = sentiment_task(n_train, seed=seed), sentiment_task(n_test, seed=seed + 10_000)
     vocab = Vocab.build(tokens for tokens, _, _ in train + test)
     torch.manual_seed(seed)
-    model = PooledClassifier(len(vocab), len(SENTIMENT_LABELS), hidden_size=hidden_size, pooling=pooling).to(device)
+    model = PooledClassifier(len(vocab), len(SENTIMENT_LABELS), encoding_size=encoding_size, pooling=pooling).to(device)
 
     def batches(epoch):
         return [sentiment_batch(chunk, vocab) for chunk in shuffled_chunks(train, batch_size, seed=seed + epoch)]
@@ -258,7 +255,6 @@ __all__ = [
     "clause_attention",
     "entailment_batch",
     "entailment_experiment",
-    "parameter_count",
     "sentiment_batch",
     "sentiment_experiment",
     "speech_alignment",

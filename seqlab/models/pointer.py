@@ -135,7 +135,7 @@ class CoverageAttention(nn.Module):
     Args:
         query_size: size of the decoder state s_{t-1} (the query).
         memory_size: size of each encoder state h_i (keys and values).
-        hidden_size: the additive scorer's hidden size.
+        attention_size: A, the additive scorer's hidden-layer width (:class:`~seqlab.models.attention.AdditiveScorer`).
 
     Shape:
         - query ``(B, Dq)``, memory ``(B, S, M)``, mask ``(B, S)``, prepared_keys ``(B, S, A)``,
@@ -144,10 +144,10 @@ class CoverageAttention(nn.Module):
     Taught in chapter 6.
     """
 
-    def __init__(self, query_size: int, memory_size: int, hidden_size: int):
+    def __init__(self, query_size: int, memory_size: int, attention_size: int):
         super().__init__()
-        self.scorer = AdditiveScorer(query_size, memory_size, hidden_size)
-        self.coverage_proj = nn.Linear(1, hidden_size, bias=False)  # w_cov
+        self.scorer = AdditiveScorer(query_size, memory_size, attention_size)
+        self.coverage_proj = nn.Linear(1, attention_size, bias=False)  # w_cov
 
     def forward(self, query: Tensor, memory: Tensor, mask: Tensor, prepared_keys: Tensor, coverage: Tensor) -> tuple:
         projected = (

@@ -75,8 +75,10 @@ class PooledClassifier(nn.Module):
     Args:
         vocab_size: V (id 0 is padding).
         num_classes: the number of labels.
-        embedding_size, hidden_size: as for the models of chapters 3 and 4 (``hidden_size`` is the
-            size of each encoder output, both directions together).
+        embedding_size: size E of each token embedding.
+        encoding_size: size of each position's encoding, both directions together (as for
+            :class:`~seqlab.experiments.tagging.Tagger`): each direction has ``encoding_size // 2`` units
+            (torch.nn's ``hidden_size``), and the pooled vector has ``encoding_size`` features.
         pooling: ``"attention"`` (:class:`AttentionPooling` over all positions), ``"last"`` (the
             encoder's final states, both directions concatenated: chapter 1's many-to-one classifier,
             made bidirectional and aware of padding) or ``"mean"`` (the mean of the real positions'
@@ -97,16 +99,17 @@ class PooledClassifier(nn.Module):
         vocab_size: int,
         num_classes: int,
         embedding_size: int = 32,
-        hidden_size: int = 64,
+        encoding_size: int = 64,
         pooling: str = "attention",
     ):
         super().__init__()
         if pooling not in ("attention", "last", "mean"):
             raise ValueError(f"pooling must be 'attention', 'last' or 'mean', got {pooling!r}")
         self.pooling = pooling
-        self.encoder = Encoder(vocab_size, embedding_size, per_direction(hidden_size, True), bidirectional=True)
-        self.pool = AttentionPooling(hidden_size) if pooling == "attention" else None
-        self.output = nn.Linear(hidden_size, num_classes)
+        hidden_size = per_direction(encoding_size, True, name="encoding_size")  # torch.nn's: one direction
+        self.encoder = Encoder(vocab_size, embedding_size, hidden_size, bidirectional=True)
+        self.pool = AttentionPooling(encoding_size) if pooling == "attention" else None
+        self.output = nn.Linear(encoding_size, num_classes)
 
     def sentence_embedding(self, src: Tensor, src_lengths: Tensor) -> tuple:
         """The pooled vector ``(B, H)`` and the pooling weights ``(B, S)`` (None for ``"last"`` and ``"mean"``)."""
