@@ -11,6 +11,11 @@
   :mod:`~seqlab.models.memory_seq2seq`, :mod:`~seqlab.models.captioning`, :mod:`~seqlab.models.listener`;
 * chapter 8: :mod:`~seqlab.models.multihead` and :mod:`~seqlab.models.transformer`.
 
+Every model that decodes keeps one contract, written once in :mod:`~seqlab.models.decoding`: ``encode``
+returns an ``Encoded(memory, mask, state)``; a decoder's step returns a ``DecoderStep(log_probs, state)``
+(``AttentionStep`` adds the weights, ``PointerStep`` what the pointer adds); ``greedy_decode`` and
+``beam_search`` come from ``Decodable``, with one signature for all.
+
 A model imports :mod:`seqlab.core` and other models, never the data or the experiments
 (tests/test_layout.py keeps the rule for every module of this folder).
 """
