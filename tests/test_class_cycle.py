@@ -18,8 +18,8 @@ below its last answer cell (what breaking that answer costs):
 | student   | hands in                                                          | passes        |
 |-----------|-------------------------------------------------------------------|---------------|
 | perfect   | every exercise: the solution                                      | every test    |
-| untouched | the 1st, 3rd, 5th... exercise: the release as it was given out    | none          |
-| always_eq | the 2nd, 4th, 6th... exercise: each answer returns an object whose| none          |
+| untouched | the 1st and 3rd exercises: the release as it was given out        | none          |
+| always_eq | the 2nd exercise: each answer returns an object whose             | none          |
 |           | ``__eq__`` is always True (every test must see through it)        |               |
 | loop      | the first exercise: an infinite loop (of sleeps) before the last  | all but late  |
 |           | answer's code, which the course's cell timeout interrupts         |               |
@@ -31,10 +31,12 @@ below its last answer cell (what breaking that answer costs):
 |           | and warning                                                       |               |
 | syntax    | one exercise: the solution, a syntax error in the last answer     | all but late  |
 
-So every exercise is graded end to end twice: its solution, and one wrong hand-in (untouched and always_eq
-take turns). That each exercise's own tests fail both the untouched release and the cheat is checked for
-every exercise besides, in-process, with tests/answer_runner.py (what nbgrader decides per test cell,
-without a sandbox and two kernels per student, as tests/test_buggy_*.py run their answers).
+What the grader does with the untouched release and always_eq is the same for every exercise (a stub's
+error comes back from the student's kernel, an object equal to anything cannot: every answer is a
+function); that each exercise's own tests fail both is checked for every exercise, in-process, with
+tests/answer_runner.py (what nbgrader decides per test cell, without a sandbox and two kernels per
+student, as tests/test_buggy_*.py run their answers). Every exercise is graded end to end with its
+solution and with at least one wrong or damaged hand-in of these tables.
 
 Students who attack the grading or lose work by accident (``grading_harness.KINDS``, shared with the
 grade command's tests), each with one exercise, in turn after the ones above:
@@ -127,7 +129,8 @@ pytestmark = pytest.mark.xdist_group("class-cycle")
 
 EXERCISES = exercise_names(ROOT / "solutions")
 EVERY_EXERCISE = ["perfect"]
-TAKING_TURNS = {"untouched": EXERCISES[0::2], "always_eq": EXERCISES[1::2]}  # one of the two, each exercise
+# the first untouched release is graded unsandboxed, the other one in the sandbox; every exercise, in-process
+WRONG_EVERYWHERE = {"untouched": EXERCISES[0:3:2], "always_eq": EXERCISES[1:2]}
 LOST_WORK = ["big_line", "copied_test", "answer_moved", "graded_off", "sidebar", "exits_in_call"]
 ATTACKS = [] if SANDBOX_MISSING else sorted(ON_THE_COURSE)  # never run unsandboxed
 # in turn over the exercises, from the second
@@ -137,8 +140,10 @@ ONE_EXERCISE = ["crash", "deleted", "edited", "stderr", "syntax"] + LOST_WORK + 
 # `import torch` too, which a busy machine can make slow.) The loop sleeps: a worker waits, no core spins.
 LOOPS = ["loop"]
 VERDICT_ATTACKS = sorted(ON_THE_VERDICT)  # on the first exercise (written for its answers)
-STUDENTS = EVERY_EXERCISE + list(TAKING_TURNS) + LOOPS + VERDICT_ATTACKS + ONE_EXERCISE
-HANDS_IN = {s: EXERCISES for s in EVERY_EXERCISE} | TAKING_TURNS | {s: EXERCISES[:1] for s in LOOPS + VERDICT_ATTACKS}
+STUDENTS = EVERY_EXERCISE + list(WRONG_EVERYWHERE) + LOOPS + VERDICT_ATTACKS + ONE_EXERCISE
+HANDS_IN = (
+    {s: EXERCISES for s in EVERY_EXERCISE} | WRONG_EVERYWHERE | {s: EXERCISES[:1] for s in LOOPS + VERDICT_ATTACKS}
+)
 HANDS_IN |= {s: [EXERCISES[i % len(EXERCISES)]] for i, s in enumerate(ONE_EXERCISE, start=1)} if EXERCISES else {}
 ENV = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")  # nbgrader runs `alembic`
 
@@ -543,7 +548,8 @@ def test_the_class_has_exercises():
     assert all(points > 0 for points in graded_points(first).values()), graded_points(first)
     # every kind of submission is graded here, but the loop that swallows its interrupt (test_grade_command.py)
     assert set(KINDS) - set(STUDENTS) == {"swallows"} | (set(ON_THE_COURSE) if SANDBOX_MISSING else set())
-    assert set(EXERCISES) == {name for names in TAKING_TURNS.values() for name in names}
+    # every exercise is graded end to end with its solution and with something wrong or damaged
+    assert all(sum(name in names for student, names in HANDS_IN.items() if student != "perfect") for name in EXERCISES)
 
 
 @pytest.mark.parametrize("student", STUDENTS)
