@@ -5,7 +5,6 @@ for the submissions that attack nbgrader's own path, by ``nbgrader autograde``. 
 
 | student        | hands in                                                                | expected             |
 |----------------|-------------------------------------------------------------------------|----------------------|
-| good           | the solution                                                            | full marks           |
 | browser_name   | the solution saved as ``ex01_lstm_cell (1).ipynb`` (a browser download) | full marks           |
 | two_notebooks  | the solution under both names                                           | refused, both named  |
 | torch_module   | the untouched release, and a ``torch.py`` that makes every test cell    | 0: the verdict kernel|
@@ -17,6 +16,11 @@ for the submissions that attack nbgrader's own path, by ``nbgrader autograde``. 
 | forged_notes   | the solution, its metadata carrying grader notes that start a formula   | full marks, the      |
 |                |                                                                          | export carries none  |
 | markup         | the solution, and outputs and markdown that would run script in a page  | full marks, inert    |
+| planter        | the solution, a cell that turns the kernel's runtime files into links to | full marks, nothing  |
+|                | a file outside, then ends the kernel                                    | written through them |
+
+The solution handed in as it is, graded with each test cell's points, is the class cycle's perfect student
+(tests/test_class_cycle.py); here four students hand it in around something else, and each must get full marks.
 
 Besides: a notebook that forks until its process limit, graded beside three correct ones at the same
 time, fails only itself; a notebook of many slow cells stops at the one time limit of the notebook; and
@@ -115,7 +119,6 @@ def course(tmp_path_factory):
             nbformat.write(nb, folder / name)
         return folder
 
-    hand_in("good", answer)
     folder = hand_in("browser_name", answer, f"{EX} (1).ipynb")
     (folder / f"{EX}.ipynb").mkdir()  # a folder named as the notebook will be, and a name that is not UTF-8
     (folder / f"{EX}.ipynb" / "x.txt").write_text("x")
@@ -217,7 +220,7 @@ def full(course) -> float:
 @needs_sandbox
 def test_correct_work_gets_full_marks_whatever_the_notebook_is_called(course):
     outcomes = course["outcomes"]
-    for student in ("good", "browser_name", "forged_notes", "markup"):
+    for student in ("browser_name", "planter", "forged_notes", "markup"):
         assert outcomes[student]["status"] == "graded", course["summary"]
         assert outcomes[student]["score"] == full(course["course"]), (student, course["summary"])
 
