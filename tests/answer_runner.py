@@ -45,7 +45,7 @@ import types
 
 CELL_SECONDS = 60  # the grader's per-cell limit, counted here in CPU seconds: only a loop that spins reaches it
 FORMS = ("graded", "visible")
-TRAINERS = ("seqlab.experiments.train", "seqlab.train")  # where train_seq2seq lives (now, and before the move)
+TRAINERS = ("seqlab.experiments.train",)  # where train_seq2seq lives
 
 
 class CellTimeout(Exception):
