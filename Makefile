@@ -37,8 +37,11 @@ book: env
 	@echo "The book is built. Open it: file://$(CURDIR)/_build/html/index.html"
 
 # What an author runs after changing a chapter (or seqlab under it): every chapter, or NB=... only.
+# A cell's limit bounds a hang, not a busy machine. The second pass joins the pieces of a cell's printed
+# stream (a busy machine delivers them in several).
 outputs: env
-	$(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=300 $(or $(NB),book/0*.ipynb)
+	$(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=1800 $(or $(NB),book/0*.ipynb)
+	$(BIN)/jupyter nbconvert --to notebook --inplace --coalesce-streams $(or $(NB),book/0*.ipynb)
 
 book-zh: env
 	$(BIN)/python tools/book_editions.py build zh_CN zh_TW
