@@ -216,7 +216,8 @@ def test_only_the_feedback_file_is_written(untouched):
 # ---------------------------------------------------------------------------------------------------
 # Attacks and lost work, graded in one command over their folder
 
-ATTEMPTS_TIMEOUT = 20  # seconds per cell: the loop that swallows its interrupt costs this, twice at most
+ATTEMPTS_TIMEOUT = 40  # seconds per cell: 13 times exercise 1's slowest cell (3 s, import torch, on a quiet machine);
+# the loop that swallows its interrupt costs this, twice at most, asleep (no CPU)
 # The kinds of KINDS graded here (each is graded by the class cycle too, with every test cell's score):
 # those whose check is the command's own (see the module docstring).
 ATTEMPTS = ["vandal", "big_line", "sidebar", "swallows"]
