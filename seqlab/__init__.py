@@ -1,10 +1,10 @@
 """seqlab: the small library behind the course "From RNNs to attention".
 
 Conventions everywhere: ``batch_first=True``; B batch, S source length, T target length, H hidden,
-V vocabulary; ``pad_id = 0``; masks are bool with True at real tokens. In every model, ``hidden_size``
-is the size of the decoder state and of each encoder output (a bidirectional encoder gives each
-direction half); the recurrent layers (``seqlab.models.rnn``, ``seqlab.models.encoder.Encoder``) keep torch.nn's
-meaning, the size of one direction.
+V vocabulary; ``pad_id = 0``; masks are bool with True at real tokens. ``hidden_size`` is a recurrent
+state's size, torch.nn's meaning (one direction of a layer or encoder); a model that decodes takes its
+decoder's, and gives a bidirectional encoder half of it per direction (``seqlab.models.rnn`` writes the
+rule down).
 
 Five parts, each in its own folder (the README's tables list every module):
 

@@ -10,6 +10,7 @@ pytest puts tests/ on sys.path (the folder has no __init__.py), so test files im
 
 import importlib.util
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -42,6 +43,7 @@ def shared_book(tmp_path_factory) -> Path:
     done = folder / "done"
     with FileLock(str(folder) + ".lock"):
         if not done.exists():
+            shutil.rmtree(folder, ignore_errors=True)  # what a failed build may have left half written
             html_dir = render_book(folder)
             for language in editions.TRANSLATED:
                 editions.build_edition(language, html_dir / language)

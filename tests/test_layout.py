@@ -45,7 +45,7 @@ def seqlab_imports(path: Path) -> list[tuple[str, int]]:
         if isinstance(node, ast.Import):
             found += [(alias.name, node.lineno) for alias in node.names if alias.name.startswith("seqlab")]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("seqlab"):
-            for alias in node.names:  # `from seqlab import rnn` imports the module seqlab.models.rnn
+            for alias in node.names:  # `from seqlab.models import rnn` imports the module seqlab.models.rnn
                 submodule = f"{node.module}.{alias.name}"
                 found.append((submodule if submodule in MODULES else node.module, node.lineno))
         elif isinstance(node, ast.ImportFrom) and node.level > 0:

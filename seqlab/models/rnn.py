@@ -17,12 +17,15 @@ L number of layers.
 
 Names this module owns, with one meaning across seqlab:
 
-* ``hidden_size`` (H) is torch.nn's: the size of the state of *one direction* of a recurrent cell or
-  layer. A bidirectional layer's output has ``D * hidden_size`` features per step. Every seqlab module
-  that builds a recurrent layer passes ``hidden_size`` on in this meaning (:class:`~seqlab.models.encoder.Encoder`,
-  the decoders); a size that means something else has its own name (``attention_size``, the additive
-  scorer's hidden layer; ``encoding_size``, each position's encoding in the tagger; ``output_size``,
-  an encoder's ``D * H``).
+* ``hidden_size`` (H) is torch.nn's: the size of a recurrent state, of *one direction* of a cell or
+  layer. A bidirectional layer's output has ``D * hidden_size`` features per step. The layers, the
+  :class:`~seqlab.models.encoder.Encoder` and the decoders take it in this meaning. A model that decodes
+  (Seq2Seq, AttentionSeq2Seq, the pointer-generator, MemorySeq2Seq) takes the ``hidden_size`` of its
+  decoder, the same meaning; its bidirectional encoder gets ``hidden_size // 2`` per direction
+  (:func:`~seqlab.models.encoder.per_direction`), so that every encoder output, both directions together,
+  has the decoder state's size. A size that means something else has its own name (``attention_size``,
+  the additive scorer's hidden layer; ``encoding_size``, each position's encoding in the tagger and the
+  pooled classifier; ``output_size``, an encoder's ``D * H``; ``d_model``, the Transformer's width).
 * A recurrent *state* is ``h``, or the pair ``(h, c)`` for an LSTM. :func:`is_lstm_state` is the one
   place that tells them apart (by type: the pair is a tuple); :func:`state_parts`,
   :func:`hidden_state` and :func:`map_state` build on it, and every other module calls them.

@@ -6,9 +6,9 @@ one fixed-size **context vector** ctx, the encoder's final state: the bottleneck
 :class:`AttentionSeq2Seq` (Bahdanau et al., 2015) the decoder attends over all encoder states and
 builds a fresh context at every step.
 
-Both models give ``hidden_size`` the same meaning: the size of the decoder state, which is also the
-size of every encoder output (a bidirectional encoder gives each direction ``hidden_size // 2`` units,
-concatenated). So with the same ``hidden_size`` the two models' context vectors have the same size.
+Both models take the ``hidden_size`` of their decoder (torch.nn's meaning, see :mod:`seqlab.models.rnn`),
+which is also the size of every encoder output: a bidirectional encoder gets ``hidden_size // 2`` units
+per direction, concatenated. So with the same ``hidden_size`` the two models' context vectors have the same size.
 """
 
 from torch import Tensor, nn
