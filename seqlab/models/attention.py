@@ -254,6 +254,11 @@ def make_scorer(name: str, query_size: int, key_size: int, attention_size: int |
     compare scorers from identical starts, build every model with a parameter-free scorer and then
     replace its ``decoder.attention.scorer`` (chapter 5 does, and checks it with
     :func:`seqlab.experiments.claims.assert_same_start`).
+
+    Example::
+
+        >>> make_scorer("scaled_dot", query_size=4, key_size=4)(torch.randn(2, 3, 4), torch.randn(2, 5, 4)).shape
+        torch.Size([2, 3, 5])
     """
     if name == "additive":
         return AdditiveScorer(query_size, key_size, attention_size or query_size)

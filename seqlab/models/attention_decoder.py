@@ -46,6 +46,16 @@ class AttentionDecoder(nn.Module):
         - ``forward(tgt_in (B, T), state, memory, mask)`` → ``(log_probs (B, T, V), state, weights (B, T, S))``:
           the steps one after the other, returned in the same order as ``step``'s.
 
+    Example::
+
+        >>> from seqlab.models.attention import AdditiveScorer
+        >>> decoder = AttentionDecoder(vocab_size=9, embedding_size=4, hidden_size=6, memory_size=5,
+        ...                            scorer=AdditiveScorer(query_size=6, key_size=5, attention_size=8))
+        >>> memory, mask = torch.randn(2, 3, 5), torch.tensor([[True, True, True], [True, True, False]])
+        >>> log_probs, state, weights = decoder(torch.tensor([[1, 4], [1, 3]]), torch.zeros(1, 2, 6), memory, mask)
+        >>> log_probs.shape, state.shape, weights.shape
+        (torch.Size([2, 2, 9]), torch.Size([1, 2, 6]), torch.Size([2, 2, 3]))
+
     Taught in chapter 4.
     """
 

@@ -128,6 +128,12 @@ def last_layer_directions(h_n: Tensor, num_layers: int, num_directions: int) -> 
 
     Shape:
         - h_n ``(L*D, B, H)``, indexed ``layer * D + direction`` as torch.nn does → ``(L, B, D*H)``.
+
+    Example::
+
+        >>> h_n = torch.arange(4.0).view(4, 1, 1)  # L = 2 layers, D = 2 directions, B = H = 1
+        >>> last_layer_directions(h_n, num_layers=2, num_directions=2).tolist()
+        [[[0.0, 1.0]], [[2.0, 3.0]]]
     """
     LD, B, H = h_n.shape
     per_layer = h_n.view(num_layers, num_directions, B, H)  # (L, D, B, H)

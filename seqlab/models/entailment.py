@@ -44,6 +44,16 @@ class EntailmentClassifier(nn.Module):
         - ``model.attention_weights(...)`` (same arguments) → ``(B, T, S)``: row t is where
           hypothesis word t looked in the premise (zeros at padded hypothesis words).
 
+    Example::
+
+        >>> model = EntailmentClassifier(vocab_size=20, embedding_size=4, hidden_size=6)
+        >>> premise, premise_lengths = torch.tensor([[4, 5, 6], [7, 8, 0]]), torch.tensor([3, 2])
+        >>> hypothesis, hypothesis_lengths = torch.tensor([[9, 10], [11, 0]]), torch.tensor([2, 1])
+        >>> model(premise, premise_lengths, hypothesis, hypothesis_lengths).shape
+        torch.Size([2, 3])
+        >>> model.attention_weights(premise, premise_lengths, hypothesis, hypothesis_lengths).shape
+        torch.Size([2, 2, 3])
+
     Taught in chapter 7.
     """
 

@@ -44,6 +44,14 @@ class MemorySeq2Seq(Decodable, nn.Module):
           from :class:`~seqlab.models.decoding.Decodable`, as for every model that decodes.
         - ``attention_weights(src, src_lengths, tgt_in) → (B, T, S)`` (with attention only).
 
+    Example::
+
+        >>> from seqlab.models.listener import Listener
+        >>> model = MemorySeq2Seq(Listener(16, 8, pyramid=0), tgt_vocab_size=9, embedding_size=4, hidden_size=6)
+        >>> frames, frame_lengths = torch.randn(2, 5, 16), torch.tensor([5, 3])
+        >>> model(frames, frame_lengths, torch.tensor([[1, 4], [1, 3]])).shape
+        torch.Size([2, 2, 9])
+
     Taught in chapter 7.
     """
 

@@ -60,6 +60,13 @@ def final_distribution(vocab_probs: Tensor, attn: Tensor, p_gen: Tensor, src_ext
     Returns:
         ``(B, V + n_oov)`` probabilities; rows sum to 1.
 
+    Example::
+
+        >>> vocab_probs = torch.tensor([[0.5, 0.5, 0.0]])  # V = 3
+        >>> attn, p_gen = torch.tensor([[0.25, 0.75]]), torch.tensor([[0.5]])
+        >>> final_distribution(vocab_probs, attn, p_gen, torch.tensor([[1, 3]]), n_oov=1)  # id 3: an OOV word
+        tensor([[0.2500, 0.3750, 0.0000, 0.3750]])
+
     Taught in chapter 6.
     """
     check_shape("vocab_probs", vocab_probs, ("B", "V"))
@@ -102,6 +109,12 @@ def coverage_loss(attn: Tensor, coverage: Tensor, mask: Tensor | None = None) ->
     Returns:
         A scalar: the mean over the batch of each row's sum (0 for an empty batch).
 
+    Example::
+
+        >>> attn, coverage = torch.tensor([[0.5, 0.5, 0.0]]), torch.tensor([[1.0, 0.25, 0.0]])
+        >>> coverage_loss(attn, coverage)  # min(0.5, 1) + min(0.5, 0.25) + 0
+        tensor(0.7500)
+
     Taught in chapter 6.
     """
     check_shape("attn", attn, ("B", "S"))
@@ -140,6 +153,15 @@ class CoverageAttention(nn.Module):
     Shape:
         - query ``(B, Dq)``, memory ``(B, S, M)``, mask ``(B, S)``, prepared_keys ``(B, S, A)``,
           coverage ``(B, S)`` → context ``(B, M)``, weights ``(B, S)``.
+
+    Example::
+
+        >>> attention = CoverageAttention(query_size=6, memory_size=4, attention_size=8)
+        >>> memory, mask = torch.randn(2, 3, 4), torch.tensor([[True, True, True], [True, True, False]])
+        >>> prepared_keys = attention.scorer.prepare_keys(memory)  # (B, S, A), once per source
+        >>> context, weights = attention(torch.randn(2, 6), memory, mask, prepared_keys, torch.zeros(2, 3))
+        >>> context.shape, weights.shape, weights[1, 2].item()
+        (torch.Size([2, 4]), torch.Size([2, 3]), 0.0)
 
     Taught in chapter 6.
     """
@@ -207,6 +229,14 @@ class PointerGenerator(Decodable, nn.Module):
         - ``encode(src, src_lengths) -> Encoded(memory (B, S, H), mask (B, S), state s_0 (1, B, H))``.
         - ``step(prev_tokens (B,), state) -> PointerStep`` (:class:`PointerStep`).
         - ``greedy_decode(src, src_lengths, max_len)`` and ``beam_search(...)`` → ``(B, T')`` extended ids.
+
+    Example::
+
+        >>> model = PointerGenerator(vocab_size=10, embedding_size=4, hidden_size=6)
+        >>> src = torch.tensor([[4, 11, 5], [6, 7, 0]])  # id 11 >= V: an out-of-vocabulary word (n_oov = 2)
+        >>> probs = model(src, torch.tensor([3, 2]), torch.tensor([[1, 11], [1, 6]]))
+        >>> probs.shape  # (B, T, V + n_oov)
+        torch.Size([2, 2, 12])
 
     Taught in chapter 6.
     """

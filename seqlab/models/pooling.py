@@ -91,6 +91,13 @@ class PooledClassifier(nn.Module):
         - ``model.sentence_embedding(src, src_lengths) → (pooled (B, H), weights (B, S) or None)``
           (not ``encode``, which in seqlab returns what a decoder reads: :class:`~seqlab.models.decoding.Encoded`).
 
+    Example::
+
+        >>> model = PooledClassifier(vocab_size=20, num_classes=3, embedding_size=4, encoding_size=8)
+        >>> src, src_lengths = torch.tensor([[4, 5, 6], [7, 8, 0]]), torch.tensor([3, 2])
+        >>> model(src, src_lengths).shape, model.attention_weights(src, src_lengths).shape
+        (torch.Size([2, 3]), torch.Size([2, 3]))
+
     Taught in chapter 7.
     """
 

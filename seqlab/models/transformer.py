@@ -99,6 +99,14 @@ class TransformerEncoderLayer(nn.Module):
         - x ``(B, S, H)``, mask ``(B, S)`` bool (True at real tokens) → ``(B, S, H)``, and the
           self-attention weights ``(B, M, S, S)`` (M = ``nhead``).
 
+    Example::
+
+        >>> layer = TransformerEncoderLayer(d_model=8, nhead=2, dim_feedforward=16)
+        >>> x, mask = torch.randn(2, 3, 8), torch.tensor([[True, True, True], [True, True, False]])
+        >>> y, weights = layer(x, mask)
+        >>> y.shape, weights.shape
+        (torch.Size([2, 3, 8]), torch.Size([2, 2, 3, 3]))
+
     Taught in chapter 8.
     """
 
@@ -146,6 +154,14 @@ class TransformerDecoderLayer(nn.Module):
         - x ``(B, T, H)``, memory ``(B, S, H)``, memory_mask ``(B, S)`` bool, history ``(B, T', H)``
           with ``T' >= T`` → ``(B, T, H)``, self-attention weights ``(B, M, T, T')`` and
           cross-attention weights ``(B, M, T, S)`` (M = ``nhead``).
+
+    Example::
+
+        >>> layer = TransformerDecoderLayer(d_model=8, nhead=2, dim_feedforward=16)
+        >>> memory, memory_real = torch.randn(2, 3, 8), torch.tensor([[True, True, True], [True, True, False]])
+        >>> y, self_weights, cross_weights = layer(torch.randn(2, 4, 8), memory, memory_real)
+        >>> y.shape, self_weights.shape, cross_weights.shape
+        (torch.Size([2, 4, 8]), torch.Size([2, 2, 4, 4]), torch.Size([2, 2, 4, 3]))
 
     Taught in chapter 8.
     """
