@@ -147,7 +147,8 @@ class AttentionSeq2Seq(Decodable, nn.Module):
     Example::
 
         >>> model = AttentionSeq2Seq(src_vocab_size=12, tgt_vocab_size=9, embedding_size=4, hidden_size=6)
-        >>> src, src_lengths, tgt_in = torch.tensor([[4, 5, 6], [7, 8, 0]]), torch.tensor([3, 2]), torch.tensor([[1, 7], [1, 3]])
+        >>> src, src_lengths = torch.tensor([[4, 5, 6], [7, 8, 0]]), torch.tensor([3, 2])
+        >>> tgt_in = torch.tensor([[1, 7], [1, 3]])
         >>> model(src, src_lengths, tgt_in).shape, model.attention_weights(src, src_lengths, tgt_in).shape
         (torch.Size([2, 2, 9]), torch.Size([2, 2, 3]))
 
