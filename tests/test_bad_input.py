@@ -26,8 +26,10 @@ from seqlab.models.attention_decoder import AttentionDecoder
 from seqlab.models.decoder import ContextDecoder
 from seqlab.models.decoding import BigramTable
 from seqlab.models.encoder import Encoder
+from seqlab.models.entailment import EntailmentClassifier
 from seqlab.models.pointer import PointerGenerator, coverage_loss, final_distribution
 from seqlab.models.seq2seq import AttentionSeq2Seq, Seq2Seq
+from seqlab.models.transformer import Transformer, TransformerDecoderLayer, TransformerEncoderLayer
 
 SRC_V, TGT_V = 10, 8  # vocabulary sizes of the small models below
 SRC = torch.tensor([[4, 5, 6], [7, 8, 0]])  # (B, S) = (2, 3)
@@ -288,6 +290,54 @@ def _error_cases():
         "mask",
         "torch.float32",
     )
+
+    # Models that wrap another module report the caller's argument names, not the inner module's.
+    for layer_name, make_layer in [
+        ("Transformer", lambda **sizes: Transformer(SRC_V, TGT_V, **{"dim_feedforward": 8, **sizes})),
+        ("TransformerEncoderLayer", lambda **sizes: TransformerEncoderLayer(**{"dim_feedforward": 8, **sizes})),
+        ("TransformerDecoderLayer", lambda **sizes: TransformerDecoderLayer(**{"dim_feedforward": 8, **sizes})),
+    ]:
+        case(f"{layer_name} nhead=3", lambda m=make_layer: m(d_model=16, nhead=3), "d_model", "(16)", "nhead (3)")
+        case(f"{layer_name} nhead=0", lambda m=make_layer: m(d_model=16, nhead=0), "nhead", "0")
+        case(f"{layer_name} d_model=0", lambda m=make_layer: m(d_model=0, nhead=1), "d_model", "0")
+        case(
+            f"{layer_name} dim_feedforward=0",
+            lambda m=make_layer: m(d_model=16, nhead=2, dim_feedforward=0),
+            "dim_feedforward",
+            "0",
+        )
+    case(
+        "Transformer num_encoder_layers=0",
+        lambda: Transformer(SRC_V, TGT_V, 16, 2, num_encoder_layers=0),
+        "num_encoder_layers",
+        "0",
+    )
+    case(
+        "Transformer num_decoder_layers=0",
+        lambda: Transformer(SRC_V, TGT_V, 16, 2, num_decoder_layers=0),
+        "num_decoder_layers",
+        "0",
+    )
+
+    def entailment(premise=SRC, premise_lengths=SRC_LENGTHS, hypothesis=TGT_IN, hypothesis_lengths=SRC_LENGTHS):
+        torch.manual_seed(0)
+        model = EntailmentClassifier(SRC_V, embedding_size=4, hidden_size=6)
+        return model(premise, premise_lengths, hypothesis, hypothesis_lengths)
+
+    case(
+        "EntailmentClassifier premise_lengths 4",
+        lambda: entailment(premise_lengths=torch.tensor([4, 2])),
+        "premise_lengths",
+        "4",
+    )
+    case(
+        "EntailmentClassifier hypothesis_lengths 0",
+        lambda: entailment(hypothesis_lengths=torch.tensor([3, 0])),
+        "hypothesis_lengths",
+        "0",
+    )
+    case("EntailmentClassifier premise id 10", lambda: entailment(premise=SRC + 6), "premise", "10")
+    case("EntailmentClassifier hypothesis id 12", lambda: entailment(hypothesis=TGT_IN + 6), "hypothesis", "12")
 
     # The bigram toy model and the vocabulary.
     case(

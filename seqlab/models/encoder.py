@@ -13,7 +13,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from seqlab.core.checks import check_src, check_token_ids
+from seqlab.core.checks import check_lengths, check_not_empty, check_shape, check_token_ids
 from seqlab.models import rnn
 from seqlab.models.rnn import CELLS, is_lstm_state
 
@@ -104,15 +104,20 @@ class Encoder(nn.Module):
             dropout=dropout if num_layers > 1 else 0.0,
         )
 
-    def forward(self, src: Tensor, src_lengths: Tensor, state=None) -> tuple:
+    def forward(self, src: Tensor, src_lengths: Tensor, state=None, *, names: tuple = ("src", "src_lengths")) -> tuple:
         """Encode a padded batch: ``src (B, S)``, ``src_lengths (B,)`` → ``(outputs (B, S, D*H), final)``.
 
         ``state``: the initial state ``(L*D, B, H)`` (LSTM: a pair), zeros when None; chapter 7's
         conditional encoding starts reading a hypothesis where the premise's reading ended.
         ``final`` is ``h_n (L*D, B, H)``, or ``(h_n, c_n)`` for the LSTM (see the class's Shape).
+        ``names``: what ``src`` and ``src_lengths`` are called in the caller's signature (``("premise",
+        "premise_lengths")``), so that an error names the argument the caller passed.
         """
-        check_src(src, src_lengths)
-        check_token_ids("src", src, self.embedding.num_embeddings)  # before the embedding looks them up
+        src_name, lengths_name = names
+        check_shape(src_name, src, ("B", "S"))
+        check_not_empty(src_name, src, 0, "sequence (B)")  # torch cannot pack an empty batch
+        check_lengths(lengths_name, src_lengths, src.shape[0], src.shape[1])
+        check_token_ids(src_name, src, self.embedding.num_embeddings)  # before the embedding looks them up
         embedded = self.dropout(self.embedding(src))  # (B, S, E)
         if self.from_scratch:
             return self.rnn(embedded, state, lengths=src_lengths)

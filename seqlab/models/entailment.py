@@ -80,9 +80,13 @@ class EntailmentClassifier(nn.Module):
     def _read(self, premise: Tensor, premise_lengths: Tensor, hypothesis: Tensor, hypothesis_lengths: Tensor) -> tuple:
         """The premise states Y ``(B, P, H)``, the hypothesis states ``(B, T, H)`` and the final ``h_N (B, H)``."""
         check_shape("hypothesis", hypothesis, (premise.shape[0], "T"))
-        Y, premise_final = self.premise_encoder(premise, premise_lengths)  # (B, P, H), (1, B, H)
+        Y, premise_final = self.premise_encoder(
+            premise, premise_lengths, names=("premise", "premise_lengths")
+        )  # (B, P, H), (1, B, H)
         # conditional encoding: the hypothesis encoder starts where the premise encoder ended
-        states, final = self.hypothesis_encoder(hypothesis, hypothesis_lengths, premise_final)  # (B, T, H)
+        states, final = self.hypothesis_encoder(
+            hypothesis, hypothesis_lengths, premise_final, names=("hypothesis", "hypothesis_lengths")
+        )  # (B, T, H)
         return Y, states, hidden_state(final)[-1]  # (B, P, H), (B, T, H), (B, H)
 
     def _attend(self, Y: Tensor, premise_mask: Tensor, states: Tensor, hypothesis_lengths: Tensor) -> tuple:

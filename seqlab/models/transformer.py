@@ -78,6 +78,24 @@ def sinusoidal_positions(length: int, dim: int) -> Tensor:
     return encodings.to(torch.get_default_dtype())
 
 
+def _check_layer_sizes(d_model: int, nhead: int, dim_feedforward: int) -> None:
+    """Raise a ``ValueError``, in torch.nn.Transformer's names, unless the sizes make a layer: each at least 1
+    and ``d_model`` divisible by ``nhead`` (checked here, before :class:`MultiHeadAttention` would report
+    it under its own names, ``embed_dim`` and ``num_heads``, that the caller never passed).
+
+    Example::
+
+        >>> _check_layer_sizes(d_model=16, nhead=3, dim_feedforward=64)
+        Traceback (most recent call last):
+        ValueError: d_model (16) must be divisible by nhead (3)
+    """
+    check_at_least_one("d_model", d_model)
+    check_at_least_one("nhead", nhead)
+    check_at_least_one("dim_feedforward", dim_feedforward)
+    if d_model % nhead:
+        raise ValueError(f"d_model ({d_model}) must be divisible by nhead ({nhead})")
+
+
 class TransformerEncoderLayer(nn.Module):
     """One encoder layer: self-attention, then a position-wise feed-forward network, each in a residual
     branch that starts with a layer norm (pre-norm, torch's ``norm_first=True``)::
@@ -112,6 +130,7 @@ class TransformerEncoderLayer(nn.Module):
 
     def __init__(self, d_model: int, nhead: int, dim_feedforward: int, dropout: float = 0.0):
         super().__init__()
+        _check_layer_sizes(d_model, nhead, dim_feedforward)
         self.self_attn = MultiHeadAttention(d_model, nhead, dropout)
         self.linear1 = nn.Linear(d_model, dim_feedforward)
         self.linear2 = nn.Linear(dim_feedforward, d_model)
@@ -168,6 +187,7 @@ class TransformerDecoderLayer(nn.Module):
 
     def __init__(self, d_model: int, nhead: int, dim_feedforward: int, dropout: float = 0.0):
         super().__init__()
+        _check_layer_sizes(d_model, nhead, dim_feedforward)
         self.self_attn = MultiHeadAttention(d_model, nhead, dropout)
         self.multihead_attn = MultiHeadAttention(d_model, nhead, dropout)  # cross-attention
         self.linear1 = nn.Linear(d_model, dim_feedforward)
@@ -255,6 +275,7 @@ class Transformer(Decodable, nn.Module):
         check_at_least_one("num_encoder_layers", num_encoder_layers)
         check_at_least_one("num_decoder_layers", num_decoder_layers)
         dim_feedforward = 4 * d_model if dim_feedforward is None else dim_feedforward
+        _check_layer_sizes(d_model, nhead, dim_feedforward)
         self.d_model = d_model
         self.src_embedding = nn.Embedding(src_vocab_size, d_model, padding_idx=PAD_ID)
         self.tgt_embedding = nn.Embedding(tgt_vocab_size, d_model, padding_idx=PAD_ID)
