@@ -270,14 +270,14 @@ def test_decoder_layer_matches_torch_and_one_position_at_a_time():
     ours.load_state_dict(reference.double().state_dict())
     ours.double()
     y, memory = torch.randn(3, 4, E, dtype=torch.float64), torch.randn(3, 5, E, dtype=torch.float64)
-    memory_mask = padding_mask(LENGTHS, 5)
-    output, self_weights, cross_weights = ours(y, memory, memory_mask)
+    memory_real = padding_mask(LENGTHS, 5)
+    output, self_weights, cross_weights = ours(y, memory, memory_real=memory_real)
     causal = torch.nn.Transformer.generate_square_subsequent_mask(4, dtype=torch.float64)
-    expected = reference(y, memory, tgt_mask=causal, memory_key_padding_mask=~memory_mask, tgt_is_causal=True)
+    expected = reference(y, memory, tgt_mask=causal, memory_key_padding_mask=~memory_real, tgt_is_causal=True)
     assert_close(output, expected)
     assert self_weights.shape == (3, HEADS, 4, 4) and cross_weights.shape == (3, HEADS, 4, 5)
     for t in range(4):  # position t alone, its history given: the same output
-        alone, _, _ = ours(y[:, t : t + 1], memory, memory_mask, history=y[:, : t + 1])
+        alone, _, _ = ours(y[:, t : t + 1], memory, memory_real, history=y[:, : t + 1])
         assert_close(alone, output[:, t : t + 1])
 
 

@@ -105,7 +105,8 @@ class TransformerEncoderLayer(nn.Module):
 
     The constructor arguments and parameter names are torch.nn.TransformerEncoderLayer's, so
     ``load_state_dict`` takes the state of ``torch.nn.TransformerEncoderLayer(d_model, nhead,
-    dim_feedforward, batch_first=True, norm_first=True)``.
+    dim_feedforward, batch_first=True, norm_first=True)``. ``forward``'s ``mask`` is the course's, ``(B, S)`` and
+    True at real tokens, not torch's ``src_mask`` (``(S, S)``, True where attention is blocked).
 
     Args:
         d_model: H, the size of every position's vector.
@@ -156,7 +157,7 @@ class TransformerDecoderLayer(nn.Module):
     pre-norm residual branches as in :class:`TransformerEncoderLayer`::
 
         y = x + dropout1(self_attn(norm1(x), norm1(history), norm1(history), causal mask))
-        y = y + dropout2(multihead_attn(norm2(y), memory, memory, memory_mask))
+        y = y + dropout2(multihead_attn(norm2(y), memory, memory, memory_real))
         y = y + dropout3(linear2(dropout(relu(linear1(norm3(y))))))
 
     ``history`` is this layer's input at every position written so far, ``x``'s positions being the
@@ -164,13 +165,18 @@ class TransformerDecoderLayer(nn.Module):
     ``x`` is the newest position alone and ``history`` holds the earlier ones too, so nothing is
     recomputed for them. The causal mask lets each position see itself and the positions before it.
 
-    The constructor arguments and parameter names are torch.nn.TransformerDecoderLayer's (``norm_first=True``).
+    The constructor arguments and parameter names are torch.nn.TransformerDecoderLayer's (``norm_first=True``);
+    ``forward``'s arguments are not. ``memory_real`` is the course's mask, ``(B, S)`` and True at the
+    real source positions; it is not torch's ``memory_mask`` (``(T, S)``, True where attention is
+    blocked), nor its ``memory_key_padding_mask`` (True at padding, the opposite), and torch's third
+    positional argument is ``tgt_mask``: pass ``memory_real`` by name when porting code either way.
 
     Args:
         d_model, nhead, dim_feedforward, dropout: as for :class:`TransformerEncoderLayer`.
 
     Shape:
-        - x ``(B, T, H)``, memory ``(B, S, H)``, memory_mask ``(B, S)`` bool, history ``(B, T', H)``
+        - x ``(B, T, H)``, memory ``(B, S, H)``, memory_real ``(B, S)`` bool (True at real source
+          positions), history ``(B, T', H)``
           with ``T' >= T`` → ``(B, T, H)``, self-attention weights ``(B, M, T, T')`` and
           cross-attention weights ``(B, M, T, S)`` (M = ``nhead``).
 
@@ -199,7 +205,7 @@ class TransformerDecoderLayer(nn.Module):
         """The position-wise network ``linear2(dropout(relu(linear1(x))))``: ``(B, L, H) → (B, L, H)``."""
         return self.linear2(self.dropout(F.relu(self.linear1(x))))  # (B, L, H)
 
-    def forward(self, x: Tensor, memory: Tensor, memory_mask: Tensor, history: Tensor | None = None) -> tuple:
+    def forward(self, x: Tensor, memory: Tensor, memory_real: Tensor, history: Tensor | None = None) -> tuple:
         history = x if history is None else history
         check_shape("history", history, (x.shape[0], "T'", x.shape[2]))
         B, T, T_all = x.shape[0], x.shape[1], history.shape[1]
@@ -210,7 +216,7 @@ class TransformerDecoderLayer(nn.Module):
         y = x + self.dropout1(attended)  # (B, T, H)
         # 2) cross-attention: each position looks at every real source position
         normed = self.norm2(y)  # (B, T, H)
-        attended, cross_weights = self.multihead_attn(normed, memory, memory, memory_mask)  # (B, T, H), (B, M, T, S)
+        attended, cross_weights = self.multihead_attn(normed, memory, memory, memory_real)  # (B, T, H), (B, M, T, S)
         y = y + self.dropout2(attended)  # (B, T, H)
         # 3) the same small network at every position
         y = y + self.dropout3(self.feed_forward(self.norm3(y)))  # (B, T, H)
@@ -316,7 +322,7 @@ class Transformer(Decodable, nn.Module):
         nothing_yet = memory.new_zeros(len(self.decoder_layers), src.shape[0], 0, self.d_model)  # (L, B, 0, H)
         return Encoded(memory, mask, nothing_yet)
 
-    def decode(self, tgt_in: Tensor, memory: Tensor, memory_mask: Tensor) -> tuple:
+    def decode(self, tgt_in: Tensor, memory: Tensor, memory_real: Tensor) -> tuple:
         """Teacher forcing, every position at once: ``log_probs (B, T, V)``, and each decoder layer's
         self-attention ``(B, M, T, T)`` and cross-attention ``(B, M, T, S)`` weights."""
         check_shape("tgt_in", tgt_in, (memory.shape[0], "T"))
@@ -325,7 +331,7 @@ class Transformer(Decodable, nn.Module):
         y = self.embed(self.tgt_embedding, tgt_in)  # (B, T, H)
         self_weights, cross_weights = [], []
         for layer in self.decoder_layers:
-            y, layer_self, layer_cross = layer(y, memory, memory_mask)  # (B, T, H)
+            y, layer_self, layer_cross = layer(y, memory, memory_real)  # (B, T, H)
             self_weights.append(layer_self)
             cross_weights.append(layer_cross)
         log_probs = self.output(self.decoder_norm(y)).log_softmax(dim=-1)  # (B, T, V)
