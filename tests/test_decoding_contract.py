@@ -14,10 +14,13 @@ import pytest
 import torch
 
 from seqlab.core.padding import BOS_ID, EOS_ID, PAD_ID
-from seqlab.models.decoding import Decodable, Encoded
+from seqlab.models.attention import AdditiveScorer
+from seqlab.models.attention_decoder import AttentionDecoder
+from seqlab.models.decoder import ContextDecoder
+from seqlab.models.decoding import AttentionStep, Decodable, DecoderStep, Encoded
 from seqlab.models.listener import Listener
 from seqlab.models.memory_seq2seq import MemorySeq2Seq
-from seqlab.models.pointer import PointerGenerator
+from seqlab.models.pointer import PointerGenerator, PointerStep
 from seqlab.models.seq2seq import AttentionSeq2Seq, Seq2Seq
 from seqlab.models.transformer import Transformer
 
@@ -99,6 +102,37 @@ def test_every_model_encodes_to_the_same_kind_of_thing(name, model, src, src_len
         start["hidden"][0] if isinstance(start["hidden"], tuple) else start["hidden"],
         state[0] if isinstance(state, tuple) else state,
     )
+
+
+def test_each_step_tuple_starts_with_the_earlier_ones():
+    assert DecoderStep._fields == ("log_probs", "state")
+    assert AttentionStep._fields[:2] == DecoderStep._fields
+    assert PointerStep._fields[:3] == AttentionStep._fields
+
+
+def test_every_decoders_step_returns_its_type_with_the_recurrent_state():
+    """``step(...).state`` is the decoder's recurrent state ``(L, B, H)`` in every step tuple, never the
+    decoding state (the dict that ``start_decoding`` and ``decode_step`` carry)."""
+    torch.manual_seed(0)
+    B, S, H, M = 2, 4, 6, 5
+    prev_tokens, memory = torch.tensor([BOS_ID, BOS_ID]), torch.randn(B, S, M)
+    mask = torch.tensor([[True] * 4, [True, True, False, False]])
+    context_decoder = ContextDecoder(V, embedding_size=4, hidden_size=H, context_size=M, num_layers=2)
+    step = context_decoder.step(prev_tokens, torch.zeros(2, B, H), memory[:, 0])
+    assert type(step) is DecoderStep and step.state.shape == (2, B, H)
+    attention_decoder = AttentionDecoder(V, 4, H, M, AdditiveScorer(H, M, 8))
+    prepared_keys = attention_decoder.attention.scorer.prepare_keys(memory)
+    step = attention_decoder.step(prev_tokens, torch.zeros(1, B, H), memory, mask, prepared_keys)
+    assert type(step) is AttentionStep and step.state.shape == (1, B, H)
+    pointer = PointerGenerator(V, embedding_size=4, hidden_size=H)
+    start = pointer.start_decoding(SRC, LENGTHS)
+    step = pointer.step(prev_tokens, start)
+    assert type(step) is PointerStep
+    assert isinstance(step.state, torch.Tensor) and step.state.shape == start["hidden"].shape == (1, B, H)
+    # decode_step carries the decoding state on: the new recurrent state, and the coverage plus the attention
+    _, after = pointer.decode_step(prev_tokens, start)
+    assert torch.equal(after["hidden"], step.state)
+    assert torch.equal(after["coverage"], start["coverage"] + step.weights)
 
 
 @pytest.mark.parametrize(("name", "model", "src", "src_lengths"), MODELS, ids=IDS)

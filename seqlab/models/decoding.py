@@ -7,8 +7,9 @@ of its positions are real, ``state`` is the decoder's initial state. Every model
 (see :class:`Encoded`), so ``memory, mask, state = model.encode(src, src_lengths)`` reads any of them.
 
 **The decoder-step contract.** A decoder's ``step`` returns a named tuple whose first two fields are
-``(log_probs (B, V), state)``; a decoder that does more adds named fields after them, and a later
-decoder's tuple starts with the earlier one's:
+``(log_probs (B, V), state)``, ``state`` the decoder's new recurrent state (``(L, B, H)``, an LSTM's
+pair) in every one; a decoder that does more adds named fields after them, and a later decoder's tuple
+starts with the earlier one's:
 
 * :class:`DecoderStep` ``(log_probs, state)``: chapter 3's :class:`~seqlab.models.decoder.ContextDecoder`;
 * :class:`AttentionStep` ``(log_probs, state, weights)``: chapter 4's

@@ -189,7 +189,7 @@ class PointerStep(NamedTuple):
     :mod:`seqlab.models.decoding`). Its distributions are over the extended vocabulary."""
 
     log_probs: Tensor  # (B, V + n_oov): log P, with P clamped at EPSILON (what decoding ranks by)
-    state: Any  # the decoding state (a dict), with the new hidden state and coverage
+    state: Any  # the decoder's new recurrent state s_t (1, B, H), as in DecoderStep and AttentionStep
     weights: Tensor  # (B, S): this step's attention α_t
     p_gen: Tensor  # (B,): the switch, the probability of generating rather than copying
     coverage: Tensor  # (B, S): the coverage cov_t this step attended with (the sum of earlier α)
@@ -227,7 +227,9 @@ class PointerGenerator(Decodable, nn.Module):
         - ``model(src (B, S), src_lengths (B,), tgt_in (B, T)) -> probs (B, T, V + n_oov)``,
           ``n_oov = max(src) - V + 1`` (0 when the batch has no out-of-vocabulary word).
         - ``encode(src, src_lengths) -> Encoded(memory (B, S, H), mask (B, S), state s_0 (1, B, H))``.
-        - ``step(prev_tokens (B,), state) -> PointerStep`` (:class:`PointerStep`).
+        - ``step(prev_tokens (B,), state) -> PointerStep`` (:class:`PointerStep`): ``state`` is the
+          decoding state of :meth:`start_decoding` (a dict), the step's ``.state`` the new recurrent
+          state ``(1, B, H)``; :meth:`decode_step` carries the dict on.
         - ``greedy_decode(src, src_lengths, max_len)`` and ``beam_search(...)`` → ``(B, T')`` extended ids.
 
     Example::
@@ -303,7 +305,9 @@ class PointerGenerator(Decodable, nn.Module):
         }
 
     def step(self, prev_tokens: Tensor, state: dict) -> PointerStep:
-        """One step: a :class:`PointerStep` (chapter 4's step result plus the switch, the coverage and P)."""
+        """One step from the decoding state ``state`` (the dict of :meth:`start_decoding`): a :class:`PointerStep`,
+        chapter 4's step result (its ``state`` the new recurrent state ``(1, B, H)``) plus the switch, the
+        coverage and P. :meth:`decode_step` returns the next decoding state."""
         decoder = self.decoder
         coverage_in = state["coverage"] if self.coverage_weight > 0 else torch.zeros_like(state["coverage"])
         embedded = decoder.embed(self.to_unk(prev_tokens).unsqueeze(1))  # (B, 1, E)
@@ -319,9 +323,13 @@ class PointerGenerator(Decodable, nn.Module):
         p_gen = torch.sigmoid(self.switch(features))  # (B, 1)
         # 4) mix generating and copying over the extended vocabulary
         probs = _mix(vocab_probs, attn, p_gen, state["src"], state["n_oov"])  # (B, V + n_oov): final_distribution
-        new_state = {**state, "hidden": hidden, "coverage": state["coverage"] + attn}
         log_probs = probs.clamp_min(EPSILON).log()  # (B, V + n_oov)
-        return PointerStep(log_probs, new_state, attn, p_gen.squeeze(1), state["coverage"], probs)
+        return PointerStep(log_probs, hidden, attn, p_gen.squeeze(1), state["coverage"], probs)
+
+    @staticmethod
+    def _after(state: dict, step: PointerStep) -> dict:
+        """The decoding state after ``step``: its recurrent state, and the coverage plus its attention."""
+        return {**state, "hidden": step.state, "coverage": state["coverage"] + step.weights}
 
     def forward_with_details(self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor) -> dict:
         """Teacher-forced run. Returns ``probs (B, T, V + n_oov)``, ``attn (B, T, S)``, ``p_gen (B, T)``
@@ -333,7 +341,7 @@ class PointerGenerator(Decodable, nn.Module):
         steps = []
         for t in range(tgt_in.shape[1]):
             step = self.step(tgt_in[:, t], state)
-            state = step.state
+            state = self._after(state, step)
             steps.append({"probs": step.probs, "attn": step.weights, "p_gen": step.p_gen, "coverage": step.coverage})
         return {key: torch.stack([s[key] for s in steps], dim=1) for key in steps[0]}
 
@@ -344,7 +352,7 @@ class PointerGenerator(Decodable, nn.Module):
 
     def decode_step(self, prev_tokens: Tensor, state: dict) -> tuple:
         step = self.step(prev_tokens, state)
-        return step.log_probs, step.state  # log-probabilities over the extended vocabulary
+        return step.log_probs, self._after(state, step)  # log-probabilities over the extended vocabulary
 
 
 EPSILON = 1e-12  # probabilities are clamped here before a log: a target the model cannot produce costs -log(1e-12)
