@@ -96,12 +96,30 @@ def test_every_model_encodes_to_the_same_kind_of_thing(name, model, src, src_len
     else:
         assert mask.dtype == torch.bool and mask.shape == memory.shape[:2]
         assert mask[:, 0].all() and mask[0].all() and not mask[1].all()  # row 1 is the shorter source
-    # The state is what decoding starts from: decoding from it gives the model's own first step.
+    # The state is the decoder's initial state, computed here from the model's parts without encode (which
+    # start_decoding calls, so comparing the two would be circular), and decoding starts from it.
+    expected = initial_state(model, src, src_lengths)
     start = model.start_decoding(src, src_lengths)
-    assert torch.equal(
-        start["hidden"][0] if isinstance(start["hidden"], tuple) else start["hidden"],
-        state[0] if isinstance(state, tuple) else state,
-    )
+    for name_of, actual in (("encode(...).state", state), ('start_decoding(...)["hidden"]', start["hidden"])):
+        for part, expected_part in zip(as_tuple(actual), as_tuple(expected), strict=True):
+            assert torch.equal(part, expected_part), f"{name}: {name_of} is not the decoder's initial state"
+
+
+def as_tuple(state) -> tuple:
+    return state if isinstance(state, tuple) else (state,)
+
+
+def initial_state(model, src, src_lengths):
+    """The decoder's initial state, from the model's parts: the bridge of the encoder's final states (the
+    recurrent models), ``tanh(W summary + b)`` (MemorySeq2Seq), or the empty history (the Transformer)."""
+    with torch.no_grad():
+        if isinstance(model, Transformer):
+            return torch.zeros(len(model.decoder_layers), src.shape[0], 0, model.d_model)  # (L, B, 0, H)
+        if isinstance(model, MemorySeq2Seq):
+            _, _, summary = model.memory_encoder(src, src_lengths)  # (B, M)
+            return torch.tanh(model.init_state(summary)).unsqueeze(0)  # (1, B, H)
+        _, final = model.encoder(src, src_lengths)  # (L*D, B, H) (LSTM: a pair)
+        return model.bridge(final)  # (L, B, H) (LSTM: a pair)
 
 
 def test_each_step_tuple_starts_with_the_earlier_ones():
