@@ -142,6 +142,34 @@ LENGTHS = torch.tensor([4, 2])
 TGT_IN = torch.tensor([[BOS_ID, 6, 4], [BOS_ID, 6, 0]])
 
 
+def test_the_first_order_redraw_covers_every_parameter_after_the_encoder():
+    """``_redraw_in_first_order`` draws attention, decoder and switch again from a saved stream: a part
+    added later but left off its list would keep weights drawn in the wrong order. Every such parameter
+    is set to NaN first; after the redraw none may be left, and the encoder must be as it was."""
+    torch.manual_seed(0)
+    model = PointerGenerator(12, embedding_size=4, hidden_size=6)
+    redrawn = {
+        f"{part}.{name}": p
+        for part in ("attention", "decoder", "switch")
+        for name, p in getattr(model, part).named_parameters()
+    }
+    assert set(redrawn) == {
+        name for name, _ in model.named_parameters() if not name.startswith(("encoder.", "bridge."))
+    }
+    encoder_before = {
+        name: p.clone() for name, p in model.named_parameters() if name.startswith(("encoder.", "bridge."))
+    }
+    with torch.no_grad():
+        for p in redrawn.values():
+            p.fill_(float("nan"))
+    model._redraw_in_first_order(torch.get_rng_state())
+    left_out = [name for name, p in redrawn.items() if p.isnan().any()]
+    assert not left_out, f"_redraw_in_first_order does not draw {left_out} again"
+    for name, p in model.named_parameters():
+        if name in encoder_before:
+            assert torch.equal(p, encoder_before[name]), f"the redraw changed {name}"
+
+
 def test_model_outputs_distributions_over_the_extended_vocabulary():
     out = small_model(coverage_weight=1.0).forward_with_details(SRC, LENGTHS, TGT_IN)
     assert out["probs"].shape == (2, 3, V + 2)
