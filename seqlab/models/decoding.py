@@ -101,6 +101,13 @@ def select_rows(state: dict, index: Tensor) -> dict:
 
     ``state["hidden"]`` is a recurrent state in torch's ``(L, B, H)`` layout (an LSTM's: a pair); every
     other tensor is batch-first; anything else (a count, a list of words) is kept as it is.
+
+    Example::
+
+        >>> state = {"hidden": torch.zeros(1, 2, 4), "mask": torch.tensor([[True], [False]]), "n_oov": 3}
+        >>> picked = select_rows(state, torch.tensor([1, 1, 0]))
+        >>> picked["hidden"].shape, picked["mask"].flatten().tolist(), picked["n_oov"]
+        (torch.Size([1, 3, 4]), [False, False, True], 3)
     """
     batch_first = {k: v for k, v in state.items() if k != "hidden" and isinstance(v, Tensor)}
     picked = {key: value.index_select(0, index) for key, value in batch_first.items()}
@@ -288,6 +295,14 @@ class BigramTable(Decodable, nn.Module):
 
     Args:
         table: ``(V, V)`` non-negative finite weights, at least one positive in every row.
+
+    Example::
+
+        >>> table = torch.ones(5, 5)  # ids: 0 pad, 1 <bos>, 2 <eos>, 3 <unk>, 4 a word
+        >>> table[1], table[4] = torch.tensor([0.0, 0, 1, 0, 3]), torch.tensor([0.0, 0, 3, 0, 1])
+        >>> BigramTable(table).greedy_decode(torch.zeros(2, 1, dtype=torch.long), torch.tensor([1, 1]), max_len=5)
+        tensor([[4, 2],
+                [4, 2]])
 
     Taught in chapter 3.
     """
