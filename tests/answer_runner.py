@@ -5,8 +5,11 @@ source}}}``; each cell is ``{"kind": "answer" | "test" | "locked", "grade_id", "
 ``graded`` is a test cell's source as the grader runs it (hidden tests included) and ``visible`` as the student
 sees it. For each student, each of the two runs ("graded", "visible") executes every code cell in notebook order
 in a new namespace: locked cells as they are, answer cells with the student's source, test cells in that run's
-form. A test cell passes iff it raises nothing within ``CELL_SECONDS`` of CPU time; OUT gets, per student and run,
-``{test grade_id: None or "ErrorType: message"}``, and the errors of other cells under ``"cells"``.
+form. A test cell passes iff it raises nothing and writes nothing to stderr (a warning shown is written there),
+within ``CELL_SECONDS`` of CPU time and ``WALL_SECONDS`` of wall clock: nbgrader scores a code cell 0 for an error
+or any stderr output (nbgrader.utils.determine_grade; the course's IgnorePattern has no pattern, so it removes
+none). OUT gets, per student and run, ``{test grade_id: None or "ErrorType: message"}``, and the errors of other
+cells under ``"cells"``.
 
 This is what nbgrader's autograde decides per test cell, without a sandbox and two kernels per student: the
 students here are the course's own realistic answers (tests/buggy_answers.py), not submissions.
@@ -17,14 +20,21 @@ Two things make it cheap, neither changing what any run computes:
   sources so far are the same computation so far. The process runs a shared stretch once, then at the first
   cell where the runs part it forks (``os.fork``), one child per other source, so each run goes on from an
   exact copy of the state (namespace, random generators, torch's settings) that running its own cells from
-  the start gives. The graded and visible runs of a student share everything up to the first test cell with
-  a hidden block; a bug in a later task shares the earlier tasks' tests with the solution. Where forking is
-  not safe (CUDA is in use, or ``SEQLAB_RUNNER_FORK=0``), the runs that part are run one by one from the start.
+  the start gives (Python's ``random``, which CPython reseeds in every forked child, is copied over). The
+  graded and visible runs of a student share everything up to the first test cell with a hidden block; a bug
+  in a later task shares the earlier tasks' tests with the solution. Whether to fork is decided once, before
+  the first cell: not where CUDA is available (a cell may initialise it, and a forked child cannot use its
+  parent's CUDA) or ``SEQLAB_RUNNER_FORK=0``; then every run is run alone from the start, each from the state
+  (generators, default dtype, grad mode, warnings) the process had before the first run.
 * Training is remembered. ``train_seq2seq`` (the locked cell that trains a fixed model, a hidden test that
   trains one) is a deterministic function of the model's whole state, its arguments, and the random
   generators' states; a call whose fingerprint of all of those was seen before gets the model, return value and
-  generator states that call left, instead of training again. A call whose arguments cannot be fingerprinted
-  (a function defined in the notebook, say) trains as usual.
+  generator states that call left, instead of training again: the trained values are copied into the model's
+  own parameters and buffers, so what a cell took from the model before training (``enc = model.encoder``,
+  a shared weight) is trained too. A call whose arguments cannot be fingerprinted (a function defined in the
+  notebook, say) trains as usual.
+
+``SEQLAB_RUNNER_CELL_SECONDS`` and ``SEQLAB_RUNNER_WALL_SECONDS`` change the limits (tests/test_answer_runner.py).
 """
 
 import builtins
@@ -42,36 +52,72 @@ import signal
 import sys
 import tempfile
 import types
+import warnings
 
-CELL_SECONDS = 60  # the grader's per-cell limit, counted here in CPU seconds: only a loop that spins reaches it
+# the grader's per-cell limit (nbgrader_config.py's c.Execute.timeout), counted here in CPU seconds: only a loop
+# that spins reaches it, however busy the machine
+CELL_SECONDS = float(os.environ.get("SEQLAB_RUNNER_CELL_SECONDS", 60))
+# A watchdog for a cell that waits rather than spins (time.sleep, a blocking read): the grader's limit on a
+# whole notebook (c.SandboxedExecute.total_timeout), wall clock, which a cell that computes never nears.
+WALL_SECONDS = float(os.environ.get("SEQLAB_RUNNER_WALL_SECONDS", 300))
+REARM_SECONDS = 0.5  # a timed-out cell is interrupted again this often until it stops
 FORMS = ("graded", "visible")
 TRAINERS = ("seqlab.experiments.train",)  # where train_seq2seq lives
+STDERR = "wrote to stderr (a test must stay silent)"  # seqlab/grading/autograde.py's words for it
+
+_armed = False  # whether a cell is running: a timer's signal that arrives after its cell ended does nothing
 
 
-class CellTimeout(Exception):
-    pass
+class CellTimeout(BaseException):
+    """Not an Exception: a cell's ``except Exception`` must not swallow it (nor a KeyboardInterrupt, nbgrader's)."""
 
 
-def _timeout(*_):
-    raise CellTimeout(f"the cell ran for more than {CELL_SECONDS} s of CPU time")
+def _timeout(signum, _frame):
+    if not _armed:
+        return
+    if signum == signal.SIGALRM:
+        raise CellTimeout(f"the cell ran for more than {WALL_SECONDS:g} s (wall clock)")
+    raise CellTimeout(f"the cell ran for more than {CELL_SECONDS:g} s of CPU time")
+
+
+def _arm(on: bool) -> None:
+    global _armed
+    _armed = on
+    signal.setitimer(signal.ITIMER_PROF, CELL_SECONDS if on else 0, REARM_SECONDS if on else 0)
+    signal.setitimer(signal.ITIMER_REAL, WALL_SECONDS if on else 0, REARM_SECONDS if on else 0)
 
 
 def _describe(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}"[:2000]
 
 
+def _first_line(text: str) -> str:
+    return next((line.strip() for line in text.splitlines() if line.strip()), "")
+
+
 def run_cell(index: int, cell: dict, source: str, namespace: dict, record: dict) -> None:
     """Execute one cell in ``namespace``; its verdict (a test cell) or its error (another cell) into ``record``."""
-    signal.setitimer(signal.ITIMER_PROF, CELL_SECONDS)
+    stderr = io.StringIO()
+    if cell["kind"] == "test":
+        # The grader calls the student's functions from a test cell each inside warnings.catch_warnings()
+        # (seqlab/grading/verdict.py), which starts the warnings "shown once per place" afresh: so here.
+        warnings._filters_mutated()
     try:
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            exec(compile(source, f"<cell {index}: {cell['grade_id'] or cell['kind']}>", "exec"), namespace)
+        try:
+            _arm(True)
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(stderr):
+                exec(compile(source, f"<cell {index}: {cell['grade_id'] or cell['kind']}>", "exec"), namespace)
+        finally:
+            _arm(False)
         outcome = None
     except BaseException as error:  # a student's cell may raise anything, SystemExit too
         outcome = _describe(error)
     finally:
-        signal.setitimer(signal.ITIMER_PROF, 0)
+        _arm(False)
     if cell["kind"] == "test":
+        # nbgrader: an error, or else any output on stderr, scores the cell 0 (autograde.py's _failure words it)
+        if outcome is None and stderr.getvalue():
+            outcome = f"{STDERR}: {_first_line(stderr.getvalue())}"[:2000]
         record["tests"][cell["grade_id"]] = outcome
     elif outcome is not None:
         record["cells"][cell["grade_id"] or f"cell {index}"] = outcome
@@ -86,24 +132,54 @@ def sources_of(cells: list, answers: dict, form: str) -> list:
     return [answers.get(c["grade_id"], c["graded"]) if c["kind"] == "answer" else c[form] for c in cells]
 
 
-def run_alone(cells: list, sources: list) -> dict:
-    """One run from the start, in this process, in a new namespace."""
+def process_state() -> tuple:
+    """What a run's cells may change for the process's later runs, beyond their namespace: every random
+    generator (CUDA's too where it is available), torch's default dtype, grad mode and threads, the warnings'
+    filters and display."""
     import torch
 
+    with contextlib.suppress(ImportError):
+        importlib.import_module("numpy")  # now, not in a run's cell: its generator is seeded at import
+    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() else []
+    return (
+        (torch.get_rng_state(), cuda, *_generators()[2:]),
+        (torch.get_default_dtype(), torch.is_grad_enabled(), torch.get_num_threads()),
+        (list(warnings.filters), warnings.showwarning),
+    )
+
+
+def set_process_state(state: tuple) -> None:
+    """Back to ``state`` (:func:`process_state`), a run's start: the warnings shown once shown again."""
+    import torch
+
+    generators, (dtype, grad, threads), (filters, showwarning) = state
+    _set_generators(generators)
+    torch.set_default_dtype(dtype)
+    torch.set_grad_enabled(grad)
+    torch.set_num_threads(threads)
+    warnings.filters[:] = filters
+    warnings.showwarning = showwarning
+    warnings.onceregistry.clear()
+    warnings._filters_mutated()  # every module's record of the warnings it has shown is forgotten
+
+
+def run_alone(cells: list, sources: list, start: tuple) -> dict:
+    """One run from the start, in this process, in a new namespace, from the process state ``start``."""
+    set_process_state(start)
     namespace, record = new_namespace(), {"tests": {}, "cells": {}}
     for index, (cell, source) in enumerate(zip(cells, sources)):
         run_cell(index, cell, source, namespace, record)
-    # what a student's cell may have changed for the next run in this process
-    torch.set_default_dtype(torch.float32)
-    torch.set_grad_enabled(True)
     return record
 
 
 def can_fork() -> bool:
+    """Decided once, before the first cell: a cell may initialise CUDA, and a child forked after that cannot
+    use it (so where CUDA is available, nothing is forked)."""
     if os.environ.get("SEQLAB_RUNNER_FORK", "1") == "0" or not hasattr(os, "fork"):
         return False
-    torch = sys.modules.get("torch")
-    return torch is None or not torch.cuda.is_initialized()  # a forked child cannot use its parent's CUDA
+    import torch
+
+    return not torch.cuda.is_available()
 
 
 def in_child(work) -> dict:
@@ -111,8 +187,10 @@ def in_child(work) -> dict:
     read, write = os.pipe()
     sys.stdout.flush()
     sys.stderr.flush()
+    python_random = random.getstate()
     pid = os.fork()
     if pid == 0:  # the child: never returns
+        random.setstate(python_random)  # CPython reseeds it in a forked child (random.py, os.register_at_fork)
         os.close(read)
         status = 1
         try:
@@ -135,7 +213,8 @@ def in_child(work) -> dict:
 
 def explore(cells: list, sources: dict, members: list, start: int, namespace: dict, record: dict) -> dict:
     """Go on with the runs ``members`` (keys of ``sources``), whose cells before ``start`` were run here, in
-    ``namespace``, with their verdicts so far in ``record``: ``{run key: record}`` at the end of each."""
+    ``namespace``, with their verdicts so far in ``record``: ``{run key: record}`` at the end of each. Each
+    group of runs that parts from the rest goes on in a forked child (only where :func:`can_fork`)."""
     results = {}
     for index in range(start, len(cells)):
         groups = {}
@@ -144,14 +223,11 @@ def explore(cells: list, sources: dict, members: list, start: int, namespace: di
         if len(groups) > 1:
             *others, members = groups.values()
             for group in others:
-                if can_fork():
-                    results |= in_child(
-                        lambda group=group, index=index: explore(
-                            cells, sources, group, index, namespace, copy.deepcopy(record)
-                        )
+                results |= in_child(
+                    lambda group=group, index=index: explore(
+                        cells, sources, group, index, namespace, copy.deepcopy(record)
                     )
-                else:
-                    results |= {member: run_alone(cells, sources[member]) for member in group}
+                )
         run_cell(index, cells[index], sources[members[0]][index], namespace, record)
     return results | {member: record for member in members}
 
@@ -163,9 +239,11 @@ def run_all(cells: list, students: dict) -> dict:
         for student, answers in students.items()
         for form in FORMS
     }
+    start = process_state()
     if not can_fork():
-        done = {key: run_alone(cells, run) for key, run in sources.items()}
+        done = {key: run_alone(cells, run, start) for key, run in sources.items()}
     else:
+        set_process_state(start)
         done = explore(cells, sources, list(sources), 0, new_namespace(), {"tests": {}, "cells": {}})
     return {student: {form: done[f"{form}\t{student}"] for form in FORMS} for student in students}
 
@@ -232,6 +310,33 @@ def _grads(model) -> dict:
     return {name: parameter.grad for name, parameter in model.named_parameters()}
 
 
+def _restore_in_place(model, trained) -> bool:
+    """Give ``model`` the trained state of ``trained`` (its pickled copy after training), keeping every
+    module, parameter and buffer object and their storage, as training in place does: parameters' values and
+    grads, buffers, each module's training flag. False, and nothing changed, unless both have the same
+    modules, parameters and buffers (names, shapes, dtypes, devices)."""
+    import torch
+
+    def layout(m):
+        return (
+            [name for name, _ in m.named_modules()],
+            [(name, p.shape, p.dtype, p.device) for name, p in m.named_parameters()],
+            [(name, b.shape, b.dtype, b.device) for name, b in m.named_buffers()],
+        )
+
+    if layout(model) != layout(trained):
+        return False
+    with torch.no_grad():
+        for (_, p), (_, q) in zip(model.named_parameters(), trained.named_parameters()):
+            p.copy_(q)
+            p.requires_grad_(q.requires_grad)
+        for (_, b), (_, c) in zip(model.named_buffers(), trained.named_buffers()):
+            b.copy_(c)
+    for (_, m), (_, n) in zip(model.named_modules(), trained.named_modules()):
+        m.training = n.training
+    return True
+
+
 def remembered(function, folder: str):
     """``function(model, ...)``, which trains ``model`` in place, remembered by :func:`fingerprint` in files
     under ``folder`` (so that forked runs share them): the model, return value and generators' states it left."""
@@ -254,8 +359,8 @@ def remembered(function, folder: str):
             return result
         with open(path, "rb") as f:
             trained, grads, result, states = pickle.load(f)
-        model.__dict__.clear()
-        model.__dict__.update(trained.__dict__)
+        if not _restore_in_place(model, trained):  # the training changed the model's layout: train again
+            return function(model, *args, **kwargs)
         for name, parameter in model.named_parameters():
             parameter.grad = grads[name]  # what the last step left (pickling a parameter drops it)
         _set_generators(states)
@@ -278,6 +383,7 @@ def remember_training(folder: str) -> None:
 
 def main(plan_path: str, out_path: str) -> None:
     signal.signal(signal.SIGPROF, _timeout)
+    signal.signal(signal.SIGALRM, _timeout)
     with open(plan_path) as f:
         plan = json.load(f)
     remember_training(tempfile.mkdtemp(prefix="trained-", dir=os.path.dirname(os.path.abspath(out_path))))

@@ -16,8 +16,9 @@ runs them, and "visible", as the student sees them. Then:
 
 Two students (the first bug, the first variant) are also graded end to end by one ``nbgrader autograde`` in the
 sandbox with the course's grader: its verdicts must equal the in-process ones, so the fast path decides what the
-grader decides. The solution is not graded again here: the class cycle (tests/test_class_cycle.py) grades every
-exercise's solution end to end and checks each test cell's points. A test file holds its tables and one line::
+grader decides (a test cell fails for an error or for anything it writes to stderr, a warning shown included).
+The solution is not graded again here: the class cycle (tests/test_class_cycle.py) grades every exercise's
+solution end to end and checks each test cell's points. A test file holds its tables and one line::
 
     BUGS = {"student": Bug("answer_grade_id", [(correct code, buggy code)], {"test_that_catches_it"})}
     VARIANTS = {"student": Variant("answer_grade_id", "the whole answer cell")}
@@ -51,8 +52,9 @@ from grading_harness import (
 RUNNER = Path(__file__).with_name("answer_runner.py")
 HIDDEN_BEGIN, HIDDEN_END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
 CONTROL = "control"  # the student who hands in the solution
-# Bounds a hang (a cell that waits rather than spins; a spinning cell meets its limit of 60 s of CPU time, see
-# answer_runner.py): the slowest file's runner uses well under a minute of CPU, so a busy machine never reaches it.
+# Bounds a hang (a cell that swallows every interrupt; a spinning cell meets its limit of 60 s of CPU time, a
+# waiting one the 300 s watchdog, see answer_runner.py): the slowest file's runner uses well under a minute of CPU,
+# so a busy machine never reaches it.
 RUNNER_TIMEOUT = 1800
 NOTEBOOK_SECONDS = 300  # nbgrader_config.py's c.SandboxedExecute.total_timeout: the grader's limit on a notebook
 AUTOGRADE_START = 240  # seconds for nbgrader to start and write the gradebook, on a busy machine
