@@ -88,6 +88,7 @@ INSTRUCTOR_GRADING = {
 STUDENT_TESTS = [
     "test_applications.py",
     "test_bad_input.py",
+    "test_decoding_contract.py",
     "test_grading_helpers.py",
     "test_length_sweep.py",
     "test_memory.py",
@@ -129,6 +130,7 @@ INSTRUCTOR_TESTS = {
     "test_submission_attacks.py": "grades attacking submissions with solutions/ and a gradebook",
     "test_formgrader_browser.py": "the instructor's formgrader in Chromium, with solutions/",
     "answer_runner.py": "runs the answers of test_buggy_*.py, with the hidden tests of solutions/",
+    "test_answer_runner.py": "tests answer_runner.py, the instructor's machinery for test_buggy_*.py",
     "test_answers_not_given.py": "reads solutions/",
     "test_translations.py": "the Chinese editions' catalogs (locales/), which the edition does not ship",
 }
