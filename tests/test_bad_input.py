@@ -19,6 +19,7 @@ import seqlab.models.pointer
 from seqlab.core.padding import lengths_to_mask
 from seqlab.data import Vocab
 from seqlab.experiments.memory import LastStateClassifier
+from seqlab.experiments.tagging import Tagger
 from seqlab.experiments.train import sequence_nll
 from seqlab.models import rnn
 from seqlab.models.attention import Attention, CosineScorer, DotScorer, masked_softmax
@@ -337,6 +338,13 @@ def _error_cases():
         "0",
     )
     case("EntailmentClassifier premise id 10", lambda: entailment(premise=SRC + 6), "premise", "10")
+
+    def tagger(tokens=SRC, lengths=SRC_LENGTHS):
+        torch.manual_seed(0)
+        return Tagger(SRC_V, num_tags=3, encoding_size=8)(tokens, lengths)
+
+    case("Tagger lengths 4", lambda: tagger(lengths=torch.tensor([4, 2])), "lengths", "4")
+    case("Tagger token id 10", lambda: tagger(tokens=SRC + 6), "tokens", "10")
     case("EntailmentClassifier hypothesis id 12", lambda: entailment(hypothesis=TGT_IN + 6), "hypothesis", "12")
 
     # The bigram toy model and the vocabulary.

@@ -57,7 +57,7 @@ class Tagger(nn.Module):
 
     def forward(self, tokens: Tensor, lengths: Tensor) -> Tensor:
         """Tag scores of every position: ``tokens (B, S)``, ``lengths (B,)`` → ``(B, S, num_tags)``."""
-        outputs, _ = self.encoder(tokens, lengths)  # (B, S, D*H)
+        outputs, _ = self.encoder(tokens, lengths, names=("tokens", "lengths"))  # (B, S, D*H); errors say tokens
         return self.output(outputs)  # (B, S, num_tags)
 
 
