@@ -1,13 +1,16 @@
-"""Grade a whole class at once: ``seqlab grade-class`` (see :mod:`seqlab.grading.cli`).
+"""Grade a whole class at once: ``seqlab grade-class`` (see :mod:`seqlab.grading.cli`), on Dask.
 
-Every submission in nbgrader's ``submitted/<student>/<exercise>/`` (one student, one exercise) is graded
-by nbgrader's own autograde for that student and exercise, as ``nbgrader autograde EXERCISE --student
-ID --force`` would grade it: the course's configuration, its preprocessors, every notebook's kernels in
-their own sandbox, the grades in the gradebook that ``c.CourseDirectory.db_url`` names, the notebook in
-``autograded/``. ``--jobs N`` workers grade N submissions at a time. A worker is a Python process
-(``python -m seqlab.grading.class_grading``) that loads nbgrader and the course's configuration once,
-then grades the submissions this process sends it, one after another (a fresh process per submission
-would spend two seconds of every few importing nbgrader).
+Every submission in nbgrader's ``submitted/<student>/<exercise>/`` (one student, one exercise) is one
+Dask task (:func:`seqlab.grading.cluster.grade_submission`), graded in a worker by nbgrader's own
+autograde for that student and exercise, as ``nbgrader autograde EXERCISE --student ID --force`` would
+grade it: the course's configuration, its preprocessors, every notebook's kernels in their own sandbox,
+the grades in the gradebook that ``c.CourseDirectory.db_url`` names, the notebook in ``autograded/``.
+By default the command starts a local cluster of ``--jobs N`` worker processes on this machine (one
+thread each: a worker grades one submission at a time); ``--scheduler ADDRESS`` uses a running cluster
+instead (``dask scheduler`` and ``dask worker``, dask-jobqueue, dask-kubernetes; the README says how).
+The course folder is on storage that every worker sees, and every worker checks that it sees the same
+course and that its environment grades the release and the solution as it must before it grades a
+student (:mod:`seqlab.grading.cluster`).
 
 **One worker with sqlite.** nbgrader opens a sqlite gradebook with SQLAlchemy's defaults: a rollback
 journal, Python's busy timeout of 5 seconds, no retry. SQLite lets one process write at a time; a
@@ -20,49 +23,58 @@ command refuses more than one.
 **Resumable.** Once a submission is graded, a row in the gradebook (the table ``seqlab_graded``, next to
 nbgrader's own tables, which it leaves alone) records the SHA-256 of the submission's files
 (``timestamp.txt`` included) and of the exercise as the gradebook holds it (the release's cells and
-points, what autograde grades with). A later run grades a submission again only when one of them changed,
-its autograded notebook is gone, the gradebook has no grade for it, or it was never graded here (a
-failure records nothing: it is tried again). ``--student`` and ``--exercise`` narrow the class;
-``--force`` grades what is selected whether or not it changed.
+points, what autograde grades with). The task writes it, after nbgrader's grades. A later run grades a
+submission again only when one of them changed, its autograded notebook is gone, the gradebook has no
+grade for it, or it was never graded here (a failure records nothing: it is tried again). ``--student``
+and ``--exercise`` narrow the class; ``--force`` grades what is selected whether or not it changed.
 
-A submission that fails to grade is reported with the reason nbgrader gave and does not stop the others.
-Ctrl-C (or SIGTERM) stops the workers the way Ctrl-C stops ``nbgrader autograde``: the submission being
-graded is cancelled, its half-written autograded folder removed, its kernels stopped; it is graded again
-by the next run.
+**Whatever fails, each submission is graded once and recorded once.** A worker killed while it grades
+loses its task to another worker (Dask's own rescheduling: the killed worker's sandboxed kernels die with
+it, and the next attempt removes what it half wrote); a grading whose course cells raised is retried
+(``retries=``); a submission that runs past ``--timeout`` is reported, not retried; a worker that never
+comes back, or a lost scheduler, ends the run with what was graded and what was not (the next run grades
+the rest). A failure of one submission never stops the others. Ctrl-C (or SIGTERM) cancels the futures:
+the local cluster is closed (its workers, their kernels with them) or, on a running cluster, the workers
+that were grading are restarted; what they were grading is reported as interrupted, its half-written
+autograded folder removed, and the next run grades it.
 """
 
 from __future__ import annotations
 
-import gc
 import glob
 import hashlib
-import io
 import json
-import logging
 import os
 import re
-import selectors
-import signal
-import subprocess
+import shutil
 import sys
-import tempfile
 import time
-import traceback
+import uuid
 from collections import deque
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 
 from seqlab.grading import intake
 from seqlab.grading.autograde import Refused, Stopped, format_points
-from seqlab.grading.nbgrader_plugins import SafeAutograde
+from seqlab.grading.cluster import (
+    GRADED_TABLE,
+    PLUGIN,
+    BrokenGrading,
+    GradingWorker,
+    Records,
+    _app,
+    course_fingerprint,
+    grade_submission,
+)
 
 __all__ = ["GRADED_TABLE", "ClassGrading", "Course", "Outcome", "Submission"]
 __all__ += ["format_summary", "open_course", "submission_digest"]
 
-GRADED_TABLE = "seqlab_graded"
-# Seconds a worker gets to finish after Ctrl-C (it stops its kernels and removes the half-graded folder).
+# A grading whose course cells raised (the environment, not the student) is tried this many times more.
+RETRIES = 2
+# Seconds without a scheduler, or without a worker, after which the run ends with what it has graded.
+LOST_AFTER = 30
+# Seconds the local cluster's workers get to stop when the run is interrupted.
 STOP_GRACE = 20
 SQLITE_ONE_WORKER = (
     "a sqlite gradebook takes one worker: nbgrader opens sqlite with SQLAlchemy's defaults (a rollback "
@@ -95,6 +107,7 @@ class Outcome:
     reason: str = ""  # why it failed
     notes: list = field(default_factory=list)  # what the intake left out of the submission, and why
     log: str = ""  # nbgrader's log, for a failure
+    worker: str = ""  # the Dask worker that graded it (its address)
 
 
 @dataclass
@@ -123,31 +136,6 @@ class Course:
 
     def folder(self, step: str, student: str, exercise: str) -> Path:
         return Path(self.coursedir.format_path(step, student, exercise))
-
-
-@contextmanager
-def _working_folder(path: Path):
-    before = os.getcwd()
-    os.chdir(path)
-    try:
-        yield
-    finally:
-        os.chdir(before)
-
-
-def _app(root: Path, nbgrader_args):
-    """nbgrader's autograde application, configured as ``nbgrader autograde`` would be in ``root``."""
-    from nbgrader.apps.autogradeapp import AutogradeApp
-
-    app = AutogradeApp()
-    try:
-        with _working_folder(root):  # nbgrader reads nbgrader_config.py from the working folder
-            app.initialize(list(nbgrader_args))
-    except SystemExit as stop:  # a bad option: nbgrader has said why
-        raise Refused(f"nbgrader refused the options {list(nbgrader_args)} (exit status {stop.code})") from None
-    if app.extra_args or app.coursedir.assignment_id or app.coursedir.student_id != "*":
-        raise Refused("choose students and exercises with grade-class's --student and --exercise, not nbgrader's")
-    return app
 
 
 def open_course(root, nbgrader_args=()) -> Course:
@@ -216,224 +204,6 @@ def exercise_digest(gradebook, exercise: str) -> str:
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
 
-def _graded_table(metadata):
-    from sqlalchemy import Column, DateTime, Float, String, Table
-
-    return Table(
-        GRADED_TABLE,
-        metadata,
-        Column("course_id", String(128), primary_key=True),
-        Column("exercise", String(128), primary_key=True),
-        Column("student", String(128), primary_key=True),
-        Column("submission_sha256", String(64), nullable=False),
-        Column("exercise_sha256", String(64), nullable=False),
-        Column("graded_at", DateTime, nullable=False),
-        Column("seconds", Float),
-    )
-
-
-class Records:
-    """The ``seqlab_graded`` table: what was graded, from which files, against which exercise."""
-
-    def __init__(self, db_url: str, course_id: str):
-        from sqlalchemy import MetaData, create_engine
-        from sqlalchemy.exc import DatabaseError
-
-        self.engine = create_engine(db_url, future=True)
-        self.table = _graded_table(MetaData())
-        self.course_id = course_id
-        try:
-            self.table.create(self.engine, checkfirst=True)
-        except DatabaseError:  # another grader created it at the same moment
-            self.table.create(self.engine, checkfirst=True)
-
-    def all(self) -> dict:
-        """``{(exercise, student): (submission sha256, exercise sha256)}`` of this course."""
-        from sqlalchemy import select
-
-        t = self.table
-        query = select(t.c.exercise, t.c.student, t.c.submission_sha256, t.c.exercise_sha256)
-        with self.engine.connect() as connection:
-            rows = connection.execute(query.where(t.c.course_id == self.course_id)).all()
-        return {(r.exercise, r.student): (r.submission_sha256, r.exercise_sha256) for r in rows}
-
-    def forget(self, exercise: str, student: str) -> None:
-        t = self.table
-        with self.engine.begin() as connection:
-            connection.execute(
-                t.delete().where(t.c.course_id == self.course_id, t.c.exercise == exercise, t.c.student == student)
-            )
-
-    def remember(self, exercise: str, student: str, digests: tuple, seconds: float) -> None:
-        self.forget(exercise, student)
-        row = dict(
-            course_id=self.course_id,
-            exercise=exercise,
-            student=student,
-            submission_sha256=digests[0],
-            exercise_sha256=digests[1],
-            graded_at=datetime.now(timezone.utc).replace(tzinfo=None),
-            seconds=seconds,
-        )
-        with self.engine.begin() as connection:
-            connection.execute(self.table.insert().values(**row))
-
-    def close(self) -> None:
-        self.engine.dispose()
-
-
-# ---------------------------------------------------------------------------------------------------
-# The workers
-
-
-def _worker_main(argv) -> int:
-    """A worker: ``python -m seqlab.grading.class_grading NBGRADER_ARGS_JSON``, in the course folder.
-    Reads one job a line on stdin (``{"exercise": ..., "student": ...}``), answers one line on stdout."""
-    replies = os.fdopen(os.dup(1), "w", buffering=1)
-    os.dup2(2, 1)  # whatever else prints goes to the worker's log, never into the replies
-    signal.signal(signal.SIGTERM, _interrupt)
-    try:
-        app = _app(Path.cwd(), json.loads(argv[0]))
-        import nbgrader.converters  # noqa: F401 (loaded before the first submission's clock starts)
-
-        replies.write(json.dumps({"ready": os.getpid()}) + "\n")
-        for line in sys.stdin:
-            job = json.loads(line)
-            replies.write(json.dumps(autograde(app, job["exercise"], job["student"])) + "\n")
-    except KeyboardInterrupt:
-        return 130
-    return 0
-
-
-def _interrupt(signum, frame):  # noqa: ARG001 (a signal handler's signature)
-    raise KeyboardInterrupt
-
-
-def autograde(app, exercise: str, student: str) -> dict:
-    """nbgrader's autograde of one submission, forced, as ``nbgrader autograde EXERCISE --student ID
-    --force`` runs it: ``{"success": bool, "log": nbgrader's log, "error": a traceback or ""}``."""
-    from nbgrader.converters.base import NbGraderException
-
-    coursedir = app.coursedir
-    coursedir.assignment_id, coursedir.student_id = glob.escape(exercise), glob.escape(student)
-    buffer = io.StringIO()
-    handler = logging.StreamHandler(buffer)
-    handler.setFormatter(logging.Formatter("[%(levelname)s] %(message)s"))
-    app.log.addHandler(handler)
-    success, error = False, ""
-    try:
-        converter = SafeAutograde(coursedir=coursedir, parent=app)
-        converter.force = True
-        converter.start()
-        success = True
-    except NbGraderException:  # nbgrader has logged why
-        pass
-    except Exception:
-        error = traceback.format_exc()
-    finally:
-        app.log.removeHandler(handler)
-        coursedir.assignment_id, coursedir.student_id = "", "*"
-        # nbgrader's preprocessors open gradebooks they never close: free their connections now, not at
-        # the garbage collector's leisure, so that a worker's hundredth submission holds as few as its first
-        gc.collect()
-    return {"success": success, "log": buffer.getvalue(), "error": error}
-
-
-class Worker:
-    """A worker process, in a session of its own (Ctrl-C in the terminal reaches this process only)."""
-
-    def __init__(self, course: Course, env: dict, log_folder: Path, number: int):
-        self.log_path = log_folder / f"worker-{number}.log"
-        command = [sys.executable, "-m", "seqlab.grading.class_grading", json.dumps(course.nbgrader_args)]
-        with open(self.log_path, "ab") as log:
-            self.process = subprocess.Popen(
-                command,
-                cwd=course.root,
-                env=env,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=log,
-                start_new_session=True,
-            )
-        os.set_blocking(self.process.stdout.fileno(), False)
-        self.pending = b""
-        self.job = None  # (submission, why, digests, started)
-        self.ready = False
-
-    def send(self, job) -> None:
-        submission = job[0]
-        self.job = (*job, time.monotonic())
-        line = json.dumps({"exercise": submission.exercise, "student": submission.student}) + "\n"
-        try:
-            self.process.stdin.write(line.encode())
-            self.process.stdin.flush()
-        except BrokenPipeError:  # it has exited: its end of output says so, and the job fails
-            pass
-
-    def replies(self):
-        """The complete lines the worker wrote so far, parsed; ``None`` at the end (it exited)."""
-        try:
-            chunk = self.process.stdout.read()
-        except OSError:
-            chunk = b""
-        if chunk is None:  # nothing to read yet
-            return []
-        if chunk == b"":
-            return None
-        self.pending += chunk
-        *lines, self.pending = self.pending.split(b"\n")
-        return [json.loads(line) for line in lines if line.strip()]
-
-    def log_tail(self, lines: int = 15) -> str:
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return ""
-
-    def signal(self, signum) -> None:
-        try:
-            os.killpg(self.process.pid, signum)
-        except ProcessLookupError:
-            pass
-
-    def close(self) -> None:
-        for stream in (self.process.stdin, self.process.stdout):
-            try:
-                stream.close()
-            except OSError:
-                pass
-
-    def finish(self, grace: float = STOP_GRACE) -> None:
-        """No more work: its input closed, it exits; waited for (or killed after ``grace`` seconds)."""
-        self.close()
-        try:
-            self.process.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            self.signal(signal.SIGKILL)
-            self.process.wait()
-
-
-def _stop_all(workers: list, grace: float = STOP_GRACE) -> None:
-    """Ctrl-C to every worker, as to an ``nbgrader autograde`` in a terminal; whatever still runs after
-    ``grace`` seconds (or at a second Ctrl-C) is killed."""
-    for worker in workers:
-        worker.signal(signal.SIGINT)
-    deadline = time.monotonic() + grace
-    try:
-        for worker in workers:
-            try:
-                worker.process.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                pass
-    except KeyboardInterrupt:
-        pass
-    for worker in workers:
-        if worker.process.poll() is None:
-            worker.signal(signal.SIGKILL)
-            worker.process.wait()
-        worker.close()
-
-
 # ---------------------------------------------------------------------------------------------------
 # Grading the class
 
@@ -450,18 +220,25 @@ class ClassGrading:
         force: bool = False,
         timeout: float | None = None,
         progress=print,
+        scheduler: str | None = None,
+        dashboard: bool = False,
+        bar: bool | None = None,
     ):
         if jobs < 1:
             raise Refused(f"--jobs must be at least 1, not {jobs}")
-        if jobs > 1 and course.sqlite:
+        if jobs > 1 and course.sqlite and scheduler is None:
             raise Refused(f"--jobs {jobs} with the gradebook {course.shown_url}: {SQLITE_ONE_WORKER}")
         self.course, self.jobs, self.force, self.timeout = course, jobs, force, timeout
+        self.scheduler, self.dashboard, self.bar = scheduler, dashboard, bar
         self.students, self.exercises = list(students), list(exercises)
         self.progress = progress or (lambda _: None)
         self.outcomes = {}  # {(exercise, student): Outcome}
         self.queue = deque()  # (submission, why, digests) to grade
         self.seconds = 0.0  # wall time of run()
         self.stopped = None  # "interrupted" or "stopped" when run() was cut short
+        self.lost = None  # why the cluster was lost (the scheduler, every worker), when it was
+        self.refused = {}  # {worker address: why it grades nothing}
+        self.workers = jobs  # how many workers graded (a running cluster's, counted when the run starts)
 
     # -- planning ------------------------------------------------------------------------------------
 
@@ -573,17 +350,56 @@ class ClassGrading:
 
     # -- running -------------------------------------------------------------------------------------
 
-    def _environment(self) -> dict:
-        bin_dir = str(Path(sys.executable).parent)  # nbgrader runs `alembic` as a program
-        env = dict(os.environ, PATH=bin_dir + os.pathsep + os.environ.get("PATH", ""), PYTHONDONTWRITEBYTECODE="1")
-        # torch's threads: the cores shared among the workers, unless the instructor chose
-        env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // self.jobs)))
-        return env
+    # -- running -------------------------------------------------------------------------------------
+
+    def _connect(self, wanted: int):
+        """``(client, cluster)``: a client of the running cluster at ``--scheduler`` (cluster ``None``), or
+        of a local cluster of ``wanted`` worker processes, one thread each, started here."""
+        import dask
+        from distributed import Client, LocalCluster
+
+        # The environment's bin/ first on every worker's PATH (nbgrader runs `alembic` as a program), and a
+        # worker takes one task at a time from the scheduler: a task waiting behind a grading on a worker
+        # that is killed or interrupted would be lost with it for nothing.
+        dask.config.set({"distributed.scheduler.worker-saturation": 1.0})
+        if self.scheduler is not None:
+            client = Client(self.scheduler, timeout=LOST_AFTER)
+            client.wait_for_workers(1, timeout=LOST_AFTER * 10)
+            return client, None
+        cluster = LocalCluster(
+            n_workers=wanted,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=":0" if self.dashboard else None,
+            silence_logs=50,  # CRITICAL only: a lost worker is reported in the table, not as a traceback
+        )
+        return Client(cluster), cluster
+
+    def _register(self, client) -> None:
+        coursedir = self.course.coursedir
+        source, release = coursedir.source_directory, coursedir.release_directory
+        fingerprint = course_fingerprint(self.course.root, source, release)
+        plugin = GradingWorker(str(self.course.root), self.course.nbgrader_args, fingerprint, source, release)
+        client.register_plugin(plugin, name=PLUGIN)
+
+    def _submit(self, client, job, workers=None):
+        submission = job[0]
+        task = {
+            "exercise": submission.exercise,
+            "student": submission.student,
+            "digests": list(job[2]),
+            "db_url": self.course.db_url,
+            "course_id": self.course.course_id,
+            "timeout": self.timeout,
+        }
+        key = f"grade-{submission.exercise}-{submission.student}-{uuid.uuid4().hex[:8]}"
+        return client.submit(grade_submission, task, key=key, pure=False, retries=RETRIES, workers=workers)
 
     def run(self) -> None:
-        """Grade what :meth:`plan` queued with ``jobs`` workers. On Ctrl-C (KeyboardInterrupt, or
-        :class:`Stopped` for SIGTERM) or any other exception, the workers are stopped first (the submissions
-        they were grading are marked interrupted), then the exception is raised again."""
+        """Grade what :meth:`plan` queued, one Dask task per submission. On Ctrl-C (KeyboardInterrupt, or
+        :class:`Stopped` for SIGTERM) or any other exception, the futures are cancelled and the gradings
+        under way stopped first (those submissions are marked interrupted), then the exception is raised
+        again. A lost scheduler (or no worker left) ends the run; ``lost`` says why."""
         total = len(self.queue)
         if not total:
             if self.outcomes:
@@ -591,114 +407,179 @@ class ClassGrading:
             return
         started = time.monotonic()
         wanted = min(self.jobs, total)
-        self.progress(
-            f"Grading {total} submission{'s' * (total != 1)} with {wanted} worker{'s' * (wanted != 1)}, "
-            f"gradebook {self.course.shown_url}"
-        )
-        env = self._environment()
-        records = Records(self.course.db_url, self.course.course_id)
-        selector = selectors.DefaultSelector()
-        workers, done, number = [], 0, 0
+        client = cluster = bar = None
+        futures = {}  # {future: (submission, why, digests)}
+        try:
+            client, cluster = self._connect(wanted)
+            self.workers = len(client.scheduler_info()["workers"]) if cluster is None else wanted
+            if cluster is None and self.course.sqlite and self.workers > 1:
+                raise Refused(
+                    f"the cluster at {self.scheduler} has {self.workers} workers and the gradebook is "
+                    f"{self.course.shown_url}: {SQLITE_ONE_WORKER}"
+                )
+            where = "" if cluster is None else ""
+            if cluster is None:
+                where = f" on the Dask cluster at {self.scheduler}"
+            workers = f"{self.workers} worker{'s' * (self.workers != 1)}"
+            self.progress(
+                f"Grading {total} submission{'s' * (total != 1)} with {workers}{where}, "
+                f"gradebook {self.course.shown_url}"
+            )
+            if self.dashboard:
+                self.progress(f"Dask's dashboard: {client.dashboard_link}")
+            self._register(client)
+            for job in self.queue:
+                futures[self._submit(client, job)] = job
+                self.outcomes[job[0].exercise, job[0].student].status = "running"
+            self.queue.clear()
+            bar = _progress_bar(total, self.bar)
+            self._collect(client, futures, total, bar, started)
+        except BaseException as stop:
+            if isinstance(stop, KeyboardInterrupt):
+                self.stopped = "stopped (SIGTERM)" if isinstance(stop, Stopped) else "interrupted"
+                self.progress(
+                    f"\n{self.stopped}: stopping the workers; the submissions being graded are cancelled "
+                    "(the next run grades them)"
+                )
+            if client is not None and futures:
+                self._stop(client, cluster, futures, "interrupted" if self.stopped else "not started")
+            raise
+        finally:
+            if bar is not None:
+                bar.close()
+            self._close(client, cluster)
+            self.seconds = time.monotonic() - started
 
-        def finish(worker, reply):
-            nonlocal done
-            done += 1
-            self._finish(worker.job, reply, records, f"[{done:>{len(str(total))}}/{total}]", workers)
-            worker.job = None
+    def _collect(self, client, futures: dict, total: int, bar, started: float) -> None:
+        """Wait for the futures and finish each submission as its future does; resubmit what a refusing
+        worker gave back; end the run when the scheduler or every worker is gone for ``LOST_AFTER`` s."""
+        done = 0
+        alone_since = None  # since when there has been no scheduler, or no worker
+        checked = 0.0
+        while futures:
+            finished = [f for f in futures if f.done()]
+            for future in finished:
+                job = futures.pop(future)
+                reply = _reply(future)
+                if reply is None:  # cancelled under us: the scheduler forgot it
+                    futures[future] = job
+                    continue
+                if "refused" in reply:
+                    resubmitted = self._refused(client, job, reply)
+                    if resubmitted is not None:
+                        futures[resubmitted] = job
+                        continue
+                done += 1
+                self._finish(job, reply, f"[{done:>{len(str(total))}}/{total}]", len(futures))
+                if bar is not None:
+                    bar.update(1)
+                    bar.set_postfix_str(self._tally(len(futures), started), refresh=False)
+            if time.monotonic() - checked > 2:
+                checked = time.monotonic()
+                why = _alone(client)
+                alone_since = None if why is None else (alone_since or time.monotonic())
+                if why is not None and time.monotonic() - alone_since > LOST_AFTER:
+                    self.lost = why
+                    self.progress(f"\n{why}: the run ends with what was graded (the next run grades the rest)")
+                    self._stop(client, None, futures, "lost")
+                    return
+            if not finished:
+                time.sleep(0.2)
 
-        def drop(worker):
-            selector.unregister(worker.process.stdout)
-            workers.remove(worker)
+    def _tally(self, left: int, started: float) -> str:
+        counts = self.counts()
+        graded = counts.get("graded", 0)
+        rate = graded / max(time.monotonic() - started, 1e-9) * 60
+        return f"graded {graded}, failed {counts.get('failed', 0)}, left {left}, {rate:.1f} a minute"
 
-        with tempfile.TemporaryDirectory(prefix="seqlab-grade-class-") as logs:
+    def _refused(self, client, job, reply: dict):
+        """A worker gave a submission back (it sees another course, or its environment is broken): say why,
+        once, and send the submission to the workers that have not refused; ``None`` when there is none."""
+        worker, why = reply["worker"], reply["refused"]
+        if worker not in self.refused:
+            self.refused[worker] = why
+            self.progress(f"worker {worker} refuses to grade: {why}")
+        others = sorted(set(client.scheduler_info()["workers"]) - set(self.refused))
+        if not others:
+            return None
+        return self._submit(client, job, workers=others)
+
+    def _stop(self, client, cluster, futures: dict, status: str) -> None:
+        """Cancel the futures; stop the gradings under way (the local cluster closed, or a running cluster's
+        busy workers restarted); each submission then is graded (its record was written in time), or
+        ``status`` with its half-written autograded folder removed."""
+        busy = set()
+        try:
+            processing = client.processing() if client.status == "running" else {}
+            busy = {w for w, keys in processing.items() if keys}
+            client.cancel(list(futures))
+        except Exception:  # the scheduler is gone: nothing to cancel there
+            pass
+        if cluster is not None:
+            cluster.close(timeout=STOP_GRACE)
+        elif busy and status == "interrupted":
             try:
-                while self.queue or any(w.job for w in workers):
-                    while len(workers) < min(wanted, len(self.queue) + sum(1 for w in workers if w.job)):
-                        number += 1
-                        worker = Worker(self.course, env, Path(logs), number)
-                        workers.append(worker)
-                        selector.register(worker.process.stdout, selectors.EVENT_READ, worker)
-                    for worker in workers:
-                        if worker.ready and worker.job is None and self.queue:
-                            submission, why, digests = self.queue.popleft()
-                            records.forget(submission.exercise, submission.student)  # until it is graded again
-                            self.outcomes[submission.exercise, submission.student].status = "running"
-                            worker.send((submission, why, digests))
-                    for key, _ in selector.select(timeout=1.0):
-                        worker = key.data
-                        replies = worker.replies()
-                        if replies is None:  # the worker exited
-                            drop(worker)
-                            worker.process.wait()
-                            worker.close()
-                            if worker.job is None and not worker.ready:
-                                raise RuntimeError(f"a grading worker failed to start:\n{worker.log_tail()}")
-                            if worker.job is not None:
-                                died = f"its grading process died (exit status {worker.process.returncode})"
-                                finish(worker, {"success": False, "log": worker.log_tail(), "died": died})
-                            continue
-                        for reply in replies:
-                            if "ready" in reply:
-                                worker.ready = True
-                            else:
-                                finish(worker, reply)
-                    if self.timeout:
-                        for worker in [w for w in workers if w.job and time.monotonic() - w.job[3] > self.timeout]:
-                            drop(worker)
-                            _stop_all([worker])
-                            died = f"took longer than {self.timeout:g} s and was stopped"
-                            finish(worker, {"success": False, "log": worker.log_tail(), "died": died})
-                while workers:  # done: each worker exits when its input ends
-                    worker = workers[0]
-                    drop(worker)
-                    worker.finish()
-            except BaseException as stop:
-                if isinstance(stop, KeyboardInterrupt):
-                    self.stopped = "stopped (SIGTERM)" if isinstance(stop, Stopped) else "interrupted"
-                    self.progress(
-                        f"\n{self.stopped}: stopping the workers; the submissions being graded are cancelled "
-                        "(the next run grades them)"
-                    )
-                running = [w for w in workers if w.job]
-                _stop_all(workers)
-                for worker in running:
-                    submission = worker.job[0]
-                    outcome = self.outcomes[submission.exercise, submission.student]
-                    outcome.status, outcome.seconds = "interrupted", time.monotonic() - worker.job[3]
-                raise
-            finally:
-                selector.close()
-                for worker in workers:
-                    worker.close()
-                records.close()
-                self.seconds = time.monotonic() - started
+                client.restart_workers(list(busy), timeout=STOP_GRACE, raise_for_error=False)
+            except Exception:  # workers without a nanny: they finish what they grade, and record it
+                pass
+        recorded = self._records()
+        for submission, _, digests in futures.values():
+            outcome = self.outcomes[submission.exercise, submission.student]
+            if recorded.get((submission.exercise, submission.student)) == tuple(digests):
+                outcome.status = "graded"  # it finished before it could be stopped
+                self._read_scores([outcome])
+                continue
+            outcome.status = status
+            if status != "lost" or cluster is not None:
+                autograded = self.course.folder(
+                    self.course.coursedir.autograded_directory, submission.student, submission.exercise
+                )
+                shutil.rmtree(autograded, ignore_errors=True)
+        if status == "lost":
+            for outcome in self.outcomes.values():
+                if outcome.status == "lost":
+                    outcome.reason = self.lost
 
-    def _finish(self, job, reply: dict, records: Records, counter: str, workers) -> None:
-        submission, why, digests, started = job
+    def _records(self) -> dict:
+        try:
+            records = Records(self.course.db_url, self.course.course_id)
+        except Exception:
+            return {}
+        try:
+            return records.all()
+        finally:
+            records.close()
+
+    def _close(self, client, cluster) -> None:
+        for thing in (client, cluster):
+            if thing is not None:
+                try:
+                    thing.close(timeout=STOP_GRACE) if thing is cluster else thing.close()
+                except Exception:  # closing what is already gone
+                    pass
+
+    def _finish(self, job, reply: dict, counter: str, left: int) -> None:
+        submission, why, _ = job
         outcome = self.outcomes[submission.exercise, submission.student]
-        outcome.seconds = time.monotonic() - started
-        autograded = self.course.folder(
-            self.course.coursedir.autograded_directory, submission.student, submission.exercise
-        )
+        outcome.seconds, outcome.worker = reply.get("seconds"), reply.get("worker", "")
         if reply.get("success"):
-            self._read_scores([outcome])
-        if reply.get("success") and outcome.score is not None and autograded.is_dir():
             outcome.status = "graded"
-            records.remember(submission.exercise, submission.student, digests, outcome.seconds)
+            outcome.score, outcome.max_score = reply["score"], reply["max_score"]
             result = f"{format_points(outcome.score)}/{format_points(outcome.max_score)}"
         else:
             outcome.status = "failed"
-            outcome.reason = reply.get("died") or (
-                "nbgrader finished but wrote no grade"
-                if reply.get("success")
-                else failure_reason(reply.get("log", ""), reply.get("error", ""))
+            outcome.reason = (
+                reply.get("late")
+                or reply.get("died")
+                or reply.get("refused")
+                or (failure_reason(reply.get("log", ""), reply.get("error", "")))
             )
             outcome.log = "\n".join(filter(None, [reply.get("log", ""), reply.get("error", "")]))
             result = outcome.reason
-        running = sum(1 for w in workers if w.job) - 1
+        seconds = "" if outcome.seconds is None else f", {outcome.seconds:.1f} s"
         self.progress(
-            f"{counter} {outcome.status} {submission.student} {submission.exercise} ({why}): {result}, "
-            f"{outcome.seconds:.1f} s [{running} running, {len(self.queue)} waiting]"
+            f"{counter} {outcome.status} {submission.student} {submission.exercise} ({why}): {result}{seconds} "
+            f"[{left} left]"
         )
 
     # -- the end -------------------------------------------------------------------------------------
@@ -714,6 +595,10 @@ class ClassGrading:
         return {
             "gradebook": self.course.shown_url,
             "jobs": self.jobs,
+            "scheduler": self.scheduler,
+            "workers": self.workers,
+            "refused": self.refused,
+            "lost": self.lost,
             "seconds": round(self.seconds, 2),
             "stopped": self.stopped,
             "counts": self.counts(),
@@ -721,6 +606,48 @@ class ClassGrading:
                 {k: v for k, v in asdict(o).items() if k != "log"} for _, o in sorted(self.outcomes.items())
             ],
         }
+
+
+def _reply(future) -> dict | None:
+    """What a finished future says, as a reply of :func:`seqlab.grading.cluster.grade_submission`: its
+    result; a failure for a task that raised (after Dask's retries) or whose workers kept dying;
+    ``None`` for a future cancelled without us (the scheduler lost it)."""
+    from distributed import KilledWorker
+
+    if future.status == "finished":
+        return future.result()
+    if future.status == "cancelled":
+        return None
+    error = future.exception()
+    if isinstance(error, KilledWorker):
+        return {"success": False, "died": f"every worker that graded it died ({error})"}
+    if isinstance(error, BrokenGrading):
+        return {"success": False, "died": f"{error} (tried {RETRIES + 1} times)"}
+    return {"success": False, "error": f"{type(error).__name__}: {error}"}
+
+
+def _alone(client) -> str | None:
+    """Why the run cannot go on (no scheduler, no worker), or ``None``."""
+    if client.status != "running":
+        return f"the Dask scheduler was lost (the client is {client.status})"
+    try:
+        if not client.scheduler_info()["workers"]:
+            return "no Dask worker is left"
+    except Exception as error:
+        return f"the Dask scheduler was lost ({type(error).__name__})"
+    return None
+
+
+def _progress_bar(total: int, shown: bool | None):
+    """tqdm's bar of the submissions graded, on standard error; ``shown=None``: where it is a terminal and
+    SEQLAB_PROGRESS is not 0."""
+    from tqdm.auto import tqdm
+
+    if shown is None:
+        shown = sys.stderr.isatty() and os.environ.get("SEQLAB_PROGRESS", "1") != "0"
+    if not shown:
+        return None
+    return tqdm(total=total, unit="submission", file=sys.stderr, dynamic_ncols=True)
 
 
 def failure_reason(log: str, error: str = "") -> str:
@@ -739,7 +666,7 @@ def failure_reason(log: str, error: str = "") -> str:
     return reason if len(reason) <= 300 else reason[:297] + "..."
 
 
-STATUSES = ["graded", "failed", "interrupted", "running", "not started", "excluded", "unchanged"]
+STATUSES = ["graded", "failed", "interrupted", "lost", "running", "not started", "excluded", "unchanged"]
 
 
 def format_summary(run: ClassGrading, verbose: bool = False) -> str:
@@ -768,8 +695,12 @@ def format_summary(run: ClassGrading, verbose: bool = False) -> str:
     said = [f"{graded} graded{rate}", f"{counts.get('unchanged', 0)} skipped as unchanged"]
     said += [f"{counts.get('failed', 0)} failed"] + [f"{counts[s]} {s}" for s in STATUSES[2:-1] if counts.get(s)]
     total = sum(counts.values())
-    workers = f"{run.jobs} worker{'s' * (run.jobs != 1)}"
+    workers = f"{run.workers} worker{'s' * (run.workers != 1)}"
     lines.append(f"{total} submission{'s' * (total != 1)}: {', '.join(said)}; {run.seconds:.0f} s with {workers}.")
+    for worker, why in sorted(run.refused.items()):
+        lines.append(f"worker {worker} refused to grade: {why}")
+    if run.lost:
+        lines.append(f"{run.lost}: the submissions marked lost were not graded; run the command again for them.")
     failed = sorted(
         (o for o in run.outcomes.values() if o.status == "failed" and o.log), key=lambda o: (o.student, o.exercise)
     )
@@ -777,7 +708,3 @@ def format_summary(run: ClassGrading, verbose: bool = False) -> str:
         tail = "\n".join("    " + line for line in o.log.strip().splitlines()[-20:])
         lines.append(f"\n{o.student} {o.exercise} failed: {o.reason}\n  the end of nbgrader's log:\n{tail}")
     return "\n".join(lines)
-
-
-if __name__ == "__main__":
-    sys.exit(_worker_main(sys.argv[1:]))

@@ -27,7 +27,7 @@ try:
     from seqlab.grading import class_grading
 except ImportError as error:  # the instructor's: a copy without it (the student edition) still has seqlab grade
     # (without the "grading" extra, nbgrader and nbformat are missing: the commands say what to install)
-    if error.name not in ("seqlab.grading", "seqlab.grading.class_grading", "nbformat", "nbgrader"):
+    if error.name not in ("seqlab.grading", "seqlab.grading.class_grading", "nbformat", "nbgrader", "distributed"):
         raise  # there, but it cannot import
     class_grading = None
 
@@ -48,21 +48,25 @@ notebook, another exercise's notebook, no course found); 3 nbgrader failed or ra
 GRADE_CLASS_HELP = """\
 Grade the class: every submission in nbgrader's submitted/<student>/<exercise>/, each by nbgrader's own
 autograde for that student and exercise (its kernels in their own sandbox, its grades in the gradebook
-that nbgrader_config.py's c.CourseDirectory.db_url names, its notebook in autograded/), with N workers
-at a time. Run it in the course folder (or give --course). Several workers need a database server for
-the gradebook (PostgreSQL): with sqlite, --jobs must be 1, and the command says why.
+that nbgrader_config.py's c.CourseDirectory.db_url names, its notebook in autograded/), one Dask task per
+submission: on a local cluster of N worker processes (--jobs N), or on a running Dask cluster
+(--scheduler ADDRESS), whose workers see the course folder at the same path. Run it in the course folder
+(or give --course). Several workers need a database server for the gradebook (PostgreSQL): with sqlite,
+there must be one worker, and the command says why.
 
 A second run grades only what is new or changed since it was graded here (the submission's files, or
 the exercise in the gradebook after `make release`), or whose autograded notebook or grade is gone; a
 submission that failed is tried again. It prints a line as each submission is done, then a table: what
 was graded, what failed and why (with the end of nbgrader's log), and how many were unchanged. A
-failure never stops the others. Ctrl-C stops the workers and cancels what they were grading (the next
-run grades it). Options after -- go to nbgrader, as on its command line (e.g. -- --Execute.timeout=20)."""
+failure never stops the others; a worker lost while it grades loses its task to another worker. Ctrl-C
+cancels what the workers were grading (the next run grades it). Options after -- go to nbgrader, as on
+its command line (e.g. -- --Execute.timeout=20)."""
 
 GRADE_CLASS_STATUSES = """\
 exit status: 0 every submission graded or unchanged; 1 a submission failed to grade; 2 refused (nothing
-was graded: sqlite with more than one worker, no such student or exercise); 130 interrupted (Ctrl-C);
-143 stopped (SIGTERM)"""
+was graded: sqlite with more than one worker, no such student or exercise); 3 the Dask scheduler or
+every worker was lost (the table says what was graded; a re-run grades the rest); 130 interrupted
+(Ctrl-C); 143 stopped (SIGTERM)"""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -105,7 +109,16 @@ def _parser() -> argparse.ArgumentParser:
         epilog=GRADE_CLASS_STATUSES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    grade_class.add_argument("-j", "--jobs", type=workers, default=1, metavar="N", help="workers (default 1)")
+    grade_class.add_argument(
+        "-j", "--jobs", type=workers, default=1, metavar="N", help="worker processes of the local cluster (default 1)"
+    )
+    grade_class.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="grade on the running Dask cluster whose scheduler is at ADDRESS (tcp://HOST:8786) instead of a local "
+        "cluster; --jobs is then ignored",
+    )
+    grade_class.add_argument("--dashboard", action="store_true", help="print the address of Dask's dashboard")
     grade_class.add_argument(
         "--student", action="append", default=[], metavar="ID", help="only this student (may be repeated)"
     )
@@ -123,7 +136,8 @@ def _parser() -> argparse.ArgumentParser:
         "--timeout",
         type=seconds,
         metavar="SECONDS",
-        help="stop a submission that grades longer than this (default: no limit but nbgrader's per cell)",
+        help="a submission that grades longer than this fails, and is not retried (default: no limit but the "
+        "course's per cell and per notebook)",
     )
     grade_class.add_argument("--json", type=Path, metavar="PATH", help="also write the outcome of each submission")
     grade_class.add_argument("-v", "--verbose", action="store_true", help="list the unchanged submissions too")
@@ -309,6 +323,8 @@ def grade_class_command(args) -> int:
                 force=args.force,
                 timeout=args.timeout,
                 progress=lambda line: print(line, flush=True),
+                scheduler=args.scheduler,
+                dashboard=args.dashboard,
             )
             run.plan()
         except autograde.Refused as refusal:
@@ -332,6 +348,8 @@ def grade_class_command(args) -> int:
     if run.stopped:
         print(f"seqlab grade-class: {run.stopped}", file=sys.stderr)
         return 143 if run.stopped.startswith("stopped") else 130
+    if run.lost:
+        return 3
     return 1 if run.counts().get("failed") else 0
 
 

@@ -1,0 +1,372 @@
+"""What a Dask worker does for ``seqlab grade-class`` (see :mod:`seqlab.grading.class_grading`).
+
+The command submits one task per submission (:func:`grade_submission`, one student's exercise) to a Dask
+client, and registers a worker plugin (:class:`GradingWorker`) that every worker of the cluster runs,
+those that join later too. A task grades in its worker exactly as ``nbgrader autograde EXERCISE --student
+ID --force`` would in the course folder (the course's nbgrader_config.py, every kernel in its sandbox),
+and writes the grades to the gradebook that ``c.CourseDirectory.db_url`` names, and then the record of
+what it graded (the table ``seqlab_graded``): a task that dies before its record is written leaves a
+submission that the next attempt, or the next run, grades again from the start (``--force``: the
+half-written autograded folder is removed, nbgrader's grade rows are overwritten).
+
+Before a worker grades anything it checks, once:
+
+1. that it sees the course the command sees: the same folder, the same ``nbgrader_config.py``, release
+   and solutions, byte for byte (:func:`course_fingerprint`; the course folder is on storage that every
+   worker sees). A worker that sees another course grades nothing: each task it is given comes back
+   *refused*, with the difference, and the command sends it to another worker.
+2. for each exercise it is given, that grading works here: it grades the untouched release (0 points)
+   and the solution (full marks) in a throwaway course (:func:`seqlab.grading.autograde.grade`). A worker
+   whose environment is broken (its kernels cannot import seqlab, say) refuses all further work and says
+   why, so that no student's score is ever its zero.
+
+A grading in which a locked cell of the course (setup, imports: cells the student cannot change) raises
+is not a score either: the task raises :class:`BrokenGrading`, Dask retries it (``retries=``), and the
+worker checks itself again before its next grading.
+"""
+
+from __future__ import annotations
+
+import gc
+import glob
+import hashlib
+import io
+import logging
+import os
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+
+from distributed import get_worker
+from distributed.diagnostics.plugin import WorkerPlugin
+
+from seqlab.grading import autograde as one_notebook
+from seqlab.grading.autograde import Refused
+from seqlab.grading.nbgrader_plugins import SafeAutograde
+
+__all__ = ["GRADED_TABLE", "PLUGIN", "BrokenGrading", "GradingWorker", "Records", "autograde", "course_fingerprint"]
+__all__ += ["grade_submission"]
+
+PLUGIN = "seqlab-grade-class"  # the worker plugin's name on every worker
+GRADED_TABLE = "seqlab_graded"
+
+
+class BrokenGrading(Exception):
+    """A grading whose result is not the student's: a locked cell of the course raised (the environment,
+    not the submission). Raised from the task, so that Dask retries it."""
+
+
+def course_fingerprint(root, source: str = "solutions", release: str = "exercises") -> dict:
+    """``{path relative to the course: SHA-256}`` of what every worker must see as the command does: the
+    course's ``nbgrader_config.py`` and every notebook of its release and source folders."""
+    root = Path(root)
+    found = {}
+    for pattern in ["nbgrader_config.py", f"{release}/*/*.ipynb", f"{source}/*/*.ipynb"]:
+        for path in sorted(root.glob(pattern)):
+            found[str(path.relative_to(root))] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return found
+
+
+def differences(root: str, expected: dict, source: str, release: str) -> str | None:
+    """Why the course this worker sees at ``root`` is not the command's, or ``None`` when it is."""
+    if not Path(root, "nbgrader_config.py").is_file():
+        return f"it does not see the course folder {root} (no nbgrader_config.py there)"
+    seen = course_fingerprint(root, source, release)
+    changed = sorted(p for p in expected.keys() & seen.keys() if expected[p] != seen[p])
+    missing, extra = sorted(expected.keys() - seen.keys()), sorted(seen.keys() - expected.keys())
+    said = [f"{p} differs" for p in changed] + [f"{p} is missing" for p in missing] + [f"{p} is extra" for p in extra]
+    if not said:
+        return None
+    more = f" (and {len(said) - 3} more)" if len(said) > 3 else ""
+    return f"it sees another course at {root}: {', '.join(said[:3])}{more}"
+
+
+class GradingWorker(WorkerPlugin):
+    """The worker plugin (``distributed.WorkerPlugin``'s protocol: ``setup``/``teardown``) that holds what
+    a worker keeps between its tasks: its verdict on the course and on its own environment, and nbgrader's
+    autograde application, loaded once."""
+
+    name = PLUGIN
+
+    def __init__(self, root: str, nbgrader_args: list, fingerprint: dict, source: str, release: str):
+        self.root, self.nbgrader_args, self.fingerprint = root, list(nbgrader_args), fingerprint
+        self.source, self.release = source, release
+
+    def setup(self, worker=None):
+        self.worker = worker
+        # nbgrader runs `alembic` as a program: this environment's bin/ first on PATH
+        bin_dir = str(Path(sys.executable).parent)
+        if bin_dir not in os.environ.get("PATH", "").split(os.pathsep):
+            os.environ["PATH"] = bin_dir + os.pathsep + os.environ.get("PATH", "")
+        self.refusal = differences(self.root, self.fingerprint, self.source, self.release)
+        self.checked = set()  # the exercises whose release and solution this worker graded as they must be
+        self.app = None  # nbgrader's AutogradeApp in the course, made at the first grading
+
+    def teardown(self, worker=None):  # noqa: ARG002 (the plugin protocol's signature)
+        self.app = None
+
+    def autograde_app(self):
+        if self.app is None:
+            self.app = _app(Path(self.root), self.nbgrader_args)
+            # nbgrader's log goes to each submission's reply (autograde), not to the worker's terminal
+            self.app.log.handlers = []
+            self.app.log.propagate = False
+        return self.app
+
+    def refuses(self, exercise: str) -> str | None:
+        """Why this worker grades nothing, or ``None``: it sees the course, and its environment grades
+        ``exercise``'s release and solution as they must be graded (checked once per exercise)."""
+        if self.refusal is None and exercise not in self.checked:
+            self.refusal = self_check(Path(self.root), exercise, self.source, self.release)
+            if self.refusal is None:
+                self.checked.add(exercise)
+        return self.refusal
+
+    def distrust(self) -> None:
+        """A grading broke on the course's own cells: check the environment again before the next one."""
+        self.checked.clear()
+
+
+def self_check(root: Path, exercise: str, source: str, release: str) -> str | None:
+    """Grade ``exercise``'s untouched release (it must score 0) and its solution (full marks) in a
+    throwaway course; ``None``, or why this worker's grading cannot be trusted."""
+    expected = {"release": 0.0, "solution": None}  # None: full marks
+    with tempfile.TemporaryDirectory(prefix="seqlab-self-check-") as tmp, one_notebook.reusing_processes():
+        for kind, folder in [("release", release), ("solution", source)]:
+            original = root / folder / exercise / f"{exercise}.ipynb"
+            if not original.is_file():
+                return f"its self-check cannot find the {kind} of {exercise} ({original})"
+            copy = Path(tmp) / kind / f"{exercise}.ipynb"  # its feedback goes there, not into the course
+            copy.parent.mkdir()
+            shutil.copyfile(original, copy)
+            try:
+                report = one_notebook.grade(copy, course=root)
+            except (Refused, one_notebook.GradingFailed) as failure:
+                return f"its self-check could not grade the {kind} of {exercise}: {first_lines(str(failure))}"
+            want = report.possible if expected[kind] is None else expected[kind]
+            if report.earned != want:
+                failures = "; ".join(f"{t.grade_id}: {t.failure}" for t in report.tasks if t.failure)
+                notes = "; ".join(report.notes)
+                return (
+                    f"its environment is broken: the {kind} of {exercise} scored "
+                    f"{one_notebook.format_points(report.earned)}/{one_notebook.format_points(report.possible)} "
+                    f"here, not {one_notebook.format_points(want)} ({first_lines(failures or notes)})"
+                )
+    return None
+
+
+def first_lines(text: str, limit: int = 300) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def broken_course_cells(path: Path) -> list:
+    """``["setup: ModuleNotFoundError: ...", ...]``: the locked cells of the course (not a test, not an
+    answer: setup, imports) that raised in the autograded notebook at ``path``."""
+    import nbformat
+
+    broken = []
+    for cell in nbformat.read(path, as_version=4).cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type != "code" or not meta.get("locked") or meta.get("grade") or meta.get("solution"):
+            continue
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "error":
+                broken.append(f"{meta.get('grade_id', '?')}: {output.get('ename')}: {output.get('evalue', '')}")
+    return broken
+
+
+def grade_submission(job: dict) -> dict:
+    """A Dask task: grade one submission on this worker (see the module docstring).
+
+    ``job``: ``exercise``, ``student``, ``digests`` (the submission's and the exercise's SHA-256, recorded
+    once graded), ``db_url``, ``course_id``, ``timeout`` (seconds, or None). Returns ``{"refused": why}``
+    when this worker grades nothing, else ``{"success", "log", "error", "score", "max_score", "seconds",
+    "worker"}``. Raises :class:`BrokenGrading` when the course's own cells raised (Dask retries it)."""
+    worker = get_worker()
+    plugin = worker.plugins[PLUGIN]
+    exercise, student = job["exercise"], job["student"]
+    why = plugin.refuses(exercise)
+    if why is not None:
+        return {"refused": why, "worker": worker.address}
+    started = time.monotonic()
+    app = plugin.autograde_app()
+    autograded = Path(app.coursedir.format_path(app.coursedir.autograded_directory, student, exercise))
+    records = Records(job["db_url"], job["course_id"])
+    try:
+        records.forget(exercise, student)  # until it is graded again
+        shutil.rmtree(autograded, ignore_errors=True)  # what a grading cut short left
+        before = os.getcwd()
+        os.chdir(plugin.root)  # nbgrader reads the course from the working folder (one task at a time)
+        try:
+            reply = autograde(app, exercise, student)
+        finally:
+            os.chdir(before)
+        reply.update(worker=worker.address, seconds=time.monotonic() - started)
+        notebooks = sorted(glob.glob(os.path.join(glob.escape(str(autograded)), "*.ipynb")))
+        broken = [b for nb in notebooks for b in broken_course_cells(Path(nb))] if reply["success"] else []
+        if broken:
+            shutil.rmtree(autograded, ignore_errors=True)
+            plugin.distrust()
+            raise BrokenGrading(
+                f"a locked cell of {exercise} raised on {worker.address} (the environment, not the student): "
+                + "; ".join(broken)
+            )
+        timeout = job.get("timeout")
+        if timeout and reply["seconds"] > timeout:
+            shutil.rmtree(autograded, ignore_errors=True)
+            reply.update(success=False, late=f"took longer than {timeout:g} s")
+            return reply
+        if reply["success"]:
+            reply["score"], reply["max_score"] = scores(job["db_url"], job["course_id"], exercise, student)
+            if reply["score"] is not None and autograded.is_dir():
+                records.remember(exercise, student, tuple(job["digests"]), reply["seconds"])
+            else:
+                reply["success"] = False
+                reply["error"] = "nbgrader finished but wrote no grade"
+        else:
+            shutil.rmtree(autograded, ignore_errors=True)
+        return reply
+    finally:
+        records.close()
+
+
+# ---------------------------------------------------------------------------------------------------
+# nbgrader in the course, and the record of what was graded
+
+
+@contextmanager
+def _working_folder(path: Path):
+    before = os.getcwd()
+    os.chdir(path)
+    try:
+        yield
+    finally:
+        os.chdir(before)
+
+
+def _app(root: Path, nbgrader_args):
+    """nbgrader's autograde application, configured as ``nbgrader autograde`` would be in ``root``."""
+    from nbgrader.apps.autogradeapp import AutogradeApp
+
+    app = AutogradeApp()
+    try:
+        with _working_folder(root):  # nbgrader reads nbgrader_config.py from the working folder
+            app.initialize(list(nbgrader_args))
+    except SystemExit as stop:  # a bad option: nbgrader has said why
+        raise Refused(f"nbgrader refused the options {list(nbgrader_args)} (exit status {stop.code})") from None
+    if app.extra_args or app.coursedir.assignment_id or app.coursedir.student_id != "*":
+        raise Refused("choose students and exercises with grade-class's --student and --exercise, not nbgrader's")
+    return app
+
+
+def autograde(app, exercise: str, student: str) -> dict:
+    """nbgrader's autograde of one submission, forced, as ``nbgrader autograde EXERCISE --student ID
+    --force`` runs it: ``{"success": bool, "log": nbgrader's log, "error": a traceback or ""}``."""
+    from nbgrader.converters.base import NbGraderException
+
+    coursedir = app.coursedir
+    coursedir.assignment_id, coursedir.student_id = glob.escape(exercise), glob.escape(student)
+    buffer = io.StringIO()
+    handler = logging.StreamHandler(buffer)
+    handler.setFormatter(logging.Formatter("[%(levelname)s] %(message)s"))
+    app.log.addHandler(handler)
+    success, error = False, ""
+    try:
+        converter = SafeAutograde(coursedir=coursedir, parent=app)
+        converter.force = True
+        converter.start()
+        success = True
+    except NbGraderException:  # nbgrader has logged why
+        pass
+    except Exception:
+        error = traceback.format_exc()
+    finally:
+        app.log.removeHandler(handler)
+        coursedir.assignment_id, coursedir.student_id = "", "*"
+        # nbgrader's preprocessors open gradebooks they never close: free their connections now, not at
+        # the garbage collector's leisure, so that a worker's hundredth submission holds as few as its first
+        gc.collect()
+    return {"success": success, "log": buffer.getvalue(), "error": error}
+
+
+def _graded_table(metadata):
+    from sqlalchemy import Column, DateTime, Float, String, Table
+
+    return Table(
+        GRADED_TABLE,
+        metadata,
+        Column("course_id", String(128), primary_key=True),
+        Column("exercise", String(128), primary_key=True),
+        Column("student", String(128), primary_key=True),
+        Column("submission_sha256", String(64), nullable=False),
+        Column("exercise_sha256", String(64), nullable=False),
+        Column("graded_at", DateTime, nullable=False),
+        Column("seconds", Float),
+    )
+
+
+class Records:
+    """The ``seqlab_graded`` table: what was graded, from which files, against which exercise."""
+
+    def __init__(self, db_url: str, course_id: str):
+        from sqlalchemy import MetaData, create_engine
+        from sqlalchemy.exc import DatabaseError
+
+        self.engine = create_engine(db_url, future=True)
+        self.table = _graded_table(MetaData())
+        self.course_id = course_id
+        try:
+            self.table.create(self.engine, checkfirst=True)
+        except DatabaseError:  # another grader created it at the same moment
+            self.table.create(self.engine, checkfirst=True)
+
+    def all(self) -> dict:
+        """``{(exercise, student): (submission sha256, exercise sha256)}`` of this course."""
+        from sqlalchemy import select
+
+        t = self.table
+        query = select(t.c.exercise, t.c.student, t.c.submission_sha256, t.c.exercise_sha256)
+        with self.engine.connect() as connection:
+            rows = connection.execute(query.where(t.c.course_id == self.course_id)).all()
+        return {(r.exercise, r.student): (r.submission_sha256, r.exercise_sha256) for r in rows}
+
+    def forget(self, exercise: str, student: str) -> None:
+        t = self.table
+        with self.engine.begin() as connection:
+            connection.execute(
+                t.delete().where(t.c.course_id == self.course_id, t.c.exercise == exercise, t.c.student == student)
+            )
+
+    def remember(self, exercise: str, student: str, digests: tuple, seconds: float) -> None:
+        self.forget(exercise, student)
+        row = dict(
+            course_id=self.course_id,
+            exercise=exercise,
+            student=student,
+            submission_sha256=digests[0],
+            exercise_sha256=digests[1],
+            graded_at=datetime.now(timezone.utc).replace(tzinfo=None),
+            seconds=seconds,
+        )
+        with self.engine.begin() as connection:
+            connection.execute(self.table.insert().values(**row))
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+
+def scores(db_url: str, course_id: str, exercise: str, student: str) -> tuple:
+    from nbgrader.api import Gradebook, MissingEntry
+
+    with Gradebook(db_url, course_id=course_id) as gb:
+        try:
+            submission = gb.find_submission(exercise, student)
+        except MissingEntry:
+            return None, None
+        return float(submission.score), float(submission.max_score)
