@@ -1,5 +1,6 @@
-"""`seqlab grade-class` on a generated class: submissions a minute with 1 and 2 workers, and whether every
-score is the one expected.
+"""`seqlab grade-class` on a generated class: submissions a minute with 1 and 2 Dask workers (a local
+cluster), the CPU seconds each submission costs, whether every score is the one expected, and how many
+gradings a second the PostgreSQL gradebook takes (what limits a cluster of many workers).
 
 The class (48 submissions by default) is made of the course's own solutions and of the wrong, damaged and
 hostile answers that the tests already generate, each with its expected score:
@@ -19,9 +20,15 @@ Each run grades a fresh copy of the class (its own folder and PostgreSQL databas
 ``nbgrader generate_assignment``, not timed) with ``seqlab grade-class --jobs N``; its wall time is from
 the command's start to its end (workers' start-up included). The worker counts take turns, round after
 round (1, 2, 1, 2 by default), so that a change in the machine's load hits both alike; the table has the
-medians. Needs PostgreSQL's initdb/pg_ctl (as
-tests/test_postgres_gradebook.py does) and bubblewrap (without it, grading runs unsandboxed and the two
-attacks on the course are left out). Writes benchmarks/results/class_grading.md and prints it.
+medians. CPU seconds are those of the command and every process below it (the Dask workers, the grading
+processes of the workers' self-checks, the kernels), from ``getrusage(RUSAGE_CHILDREN)``, over the
+submissions graded. The gradebook's writes of a grading are counted on the server (``pg_stat_database``:
+transactions and rows written per submission graded), then replayed by 4 processes at once on a copy of a
+graded database (nbgrader's ``add_submission`` with every grade set, and the record of ``seqlab_graded``,
+one transaction each) for ``--replay-seconds``: the gradings a second the server stores. Needs
+PostgreSQL's initdb/pg_ctl (as tests/test_postgres_gradebook.py does) and bubblewrap (without it,
+grading runs unsandboxed and the two attacks on the course are left out). Writes
+benchmarks/results/class_grading.md and prints it.
 
     .venv/bin/python benchmarks/class_grading.py [--jobs 1 2] [--rounds 2] [--quick]
 """
@@ -30,6 +37,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import shutil
 import statistics
 import subprocess
@@ -155,13 +163,65 @@ def grade(folder: Path, jobs: int) -> dict:
     command = [str(BIN / "seqlab"), "grade-class", "--jobs", str(jobs), "--json", str(report)]
     command += ["--", "--Sandbox.enabled=False"] if SANDBOX_MISSING else []
     load = os.getloadavg()[0]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(command, cwd=folder, env=ENV, capture_output=True, text=True)
     wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     print(done.stdout[-4000:], done.stderr[-2000:], flush=True)
     if done.returncode not in (0, 1):
         raise SystemExit(f"seqlab grade-class --jobs {jobs} failed with exit status {done.returncode}")
-    return json.loads(report.read_text()) | {"wall": wall, "load": load}
+    return json.loads(report.read_text()) | {"wall": wall, "load": load, "cpu": cpu}
+
+
+def writes(server: str, database: str) -> tuple:
+    """``(transactions, rows inserted, updated and deleted)`` committed in ``database`` so far."""
+    ((commits, rows),) = query(
+        server,
+        "SELECT xact_commit, tup_inserted + tup_updated + tup_deleted FROM pg_stat_database "
+        f"WHERE datname = '{database}'",
+    )
+    return commits, rows
+
+
+def _replay(db_url: str, exercise: str, prefix: str, seconds: float) -> int:
+    """Store gradings of ``exercise`` as a grading does, one after another for ``seconds``: the submission
+    with every grade set (nbgrader's Gradebook), then its record (one transaction each). How many."""
+    from nbgrader.api import Gradebook
+
+    from seqlab.grading.cluster import Records
+
+    records = Records(db_url, "seqlab")
+    done, end = 0, time.perf_counter() + seconds
+    with Gradebook(db_url, course_id="seqlab") as gb:
+        while time.perf_counter() < end:
+            student = f"{prefix}-{done}"
+            gb.update_or_create_student(student)
+            submission = gb.add_submission(exercise, student)
+            for notebook in submission.notebooks:
+                for grade in notebook.grades:
+                    grade.auto_score = grade.max_score
+            gb.db.commit()
+            records.remember(exercise, student, ("0" * 64, "0" * 64), 1.0)
+            done += 1
+    records.close()
+    return done
+
+
+def gradebook_rate(server: str, database: str, exercise: str, seconds: float, processes: int = 4) -> float:
+    """Gradings a second that ``processes`` writers store in a copy of ``database`` (see the docstring)."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    copy = f"{database}_replay"
+    query(server, f"CREATE DATABASE {copy} TEMPLATE {database}")
+    with ProcessPoolExecutor(processes) as pool:
+        start = time.perf_counter()
+        counts = list(
+            pool.map(_replay, *zip(*[(f"{server}/{copy}", exercise, f"w{i}", seconds) for i in range(processes)]))
+        )
+        wall = time.perf_counter() - start
+    return sum(counts) / wall
 
 
 def main(argv=None) -> None:
@@ -170,11 +230,15 @@ def main(argv=None) -> None:
     parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds (1 worker, 2 workers, 1, 2...)")
     parser.add_argument("--quick", action="store_true", help="a class of three submissions: checks the script runs")
     parser.add_argument("--out", type=Path, default=HERE / "results", help="where class_grading.md goes")
+    parser.add_argument(
+        "--exercises", type=int, default=len(EXERCISES), help="the class's submissions of the first N exercises only"
+    )
+    parser.add_argument("--replay-seconds", type=float, default=20, help="how long the gradebook's writes are replayed")
     args = parser.parse_args(argv)
     reason = postgres_unavailable()
     if reason is not None:
         raise SystemExit(f"the benchmark grades against PostgreSQL: {reason}")
-    submissions = the_class(args.quick)
+    submissions = [s for s in the_class(args.quick) if s[1] in EXERCISES[: args.exercises]]
     load = os.getloadavg()[0]
     runs = {jobs: [] for jobs in args.jobs}
     with tempfile.TemporaryDirectory(prefix="seqlab-bench-class-") as tmp, postgres_server() as server:
@@ -195,19 +259,24 @@ def main(argv=None) -> None:
                 print(
                     f"\n--- round {round_ + 1}: {len(submissions)} submissions, grade-class --jobs {jobs}", flush=True
                 )
+                before = writes(server, database)
                 report = grade(folder, jobs)
+                after = writes(server, database)
+                report["writes"] = (after[0] - before[0], after[1] - before[1])
                 scores = {}
                 for name in sorted({exercise for _, exercise, _, _ in submissions}):
                     for student, graded in gradebook_scores(f"{server}/{database}", name).items():
                         scores[name, student] = graded
                 runs[jobs].append({"report": report, "expected": expected, "scores": scores})
-    text = markdown(submissions, runs, load, args.quick)
+        exercise = submissions[0][1]  # a grading of one exercise's notebook, replayed
+        rate = gradebook_rate(server, f"class_0_{args.jobs[0]}", exercise, 2 if args.quick else args.replay_seconds)
+    text = markdown(submissions, runs, load, args.quick, rate)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"class_grading{'_quick' if args.quick else ''}.md").write_text(text)
     print("\n" + text)
 
 
-def markdown(submissions: list, runs: dict, load: float, quick: bool) -> str:
+def markdown(submissions: list, runs: dict, load: float, quick: bool, rate: float) -> str:
     """``runs``: ``{workers: [run of each round]}``."""
     sandbox = "unsandboxed (no bubblewrap here)" if SANDBOX_MISSING else "every kernel in bubblewrap"
     threads = os.environ.get("OMP_NUM_THREADS") or "unset (grade-class gives each worker cores / workers)"
@@ -222,9 +291,9 @@ def markdown(submissions: list, runs: dict, load: float, quick: bool) -> str:
         "count, each on a fresh course and database; wall time from the command's start to its end (workers' "
         "start included), the median of the rounds.",
         "",
-        "| workers | graded per run | failed | wall seconds (each round) | submissions a minute | speed-up "
-        "| load average at each start | scores as expected |",
-        "|---|---|---|---|---|---|---|---|",
+        "| Dask workers | graded per run | failed | wall seconds (each round) | submissions a minute | speed-up "
+        "| CPU seconds a submission | load average at each start | scores as expected |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     first = None
     for jobs, each in runs.items():
@@ -234,12 +303,24 @@ def markdown(submissions: list, runs: dict, load: float, quick: bool) -> str:
         rate = statistics.median(g / w * 60 for g, w in zip(graded, walls))
         first = first or rate
         agreed = sum(agrees(run["expected"][k], run["scores"].get(k)) for run in each for k in run["expected"])
+        cpu = statistics.median(run["report"]["cpu"] / max(g, 1) for run, g in zip(each, graded))
         lines.append(
             f"| {jobs} | {'; '.join(map(str, sorted(set(graded))))} | {failed} | {statistics.median(walls):.0f} "
-            f"({', '.join(f'{w:.0f}' for w in walls)}) | {rate:.2f} | {rate / first:.2f} | "
+            f"({', '.join(f'{w:.0f}' for w in walls)}) | {rate:.2f} | {rate / first:.2f} | {cpu:.1f} | "
             f"{', '.join(f'{load:.2f}' for load in loads)} | "
             f"{agreed} of {sum(len(run['expected']) for run in each)} |"
         )
+    every = [run for each in runs.values() for run in each]
+    graded = sum(run["report"]["counts"].get("graded", 0) for run in every)
+    commits = sum(run["report"]["writes"][0] for run in every) / max(graded, 1)
+    rows = sum(run["report"]["writes"][1] for run in every) / max(graded, 1)
+    lines += [
+        "",
+        f"The gradebook (PostgreSQL on this machine, fsync off as in the tests): a grading committed {commits:.0f} "
+        f"transactions and wrote {rows:.0f} rows (pg_stat_database, the class's runs over the submissions they "
+        f"graded); replaying a grading's writes (the submission with every grade set, then its record), 4 "
+        f"processes at once, it stored {rate:.1f} gradings a second.",
+    ]
     lines += ["", "By kind of submission: scores as expected (all rounds):", ""]
     header = "| kind | category | submissions | expected | " + " | ".join(f"{j} worker(s)" for j in runs) + " |"
     lines += [header, "|---|---|---|---|" + "---|" * len(runs)]
@@ -254,7 +335,6 @@ def markdown(submissions: list, runs: dict, load: float, quick: bool) -> str:
         lines.append(
             f"| {kind} | {category} | {len(keys)} | {EXPECTED[outcome_of(kind)]} | " + " | ".join(cells) + " |"
         )
-    every = [run for each in runs.values() for run in each]
     same = all(every[0]["scores"].get(k) == run["scores"].get(k) for run in every[1:] for k in every[0]["expected"])
     lines += ["", f"Every grade cell the same in every run: {'yes' if same else 'no'}."]
     failed = [

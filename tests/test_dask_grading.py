@@ -144,7 +144,7 @@ def engine(tmp_path_factory):
         with open(base / "nbgrader_config.py", "a") as f:
             f.write(f'\nc.CourseDirectory.db_url = "{url}/template_course"\n')
         done = subprocess.run(
-            [str(BIN / "nbgrader"), "generate_assignment", *EXERCISES, "--force"],
+            [str(BIN / "nbgrader"), "generate_assignment", "*", "--force"],
             cwd=base,
             env=ENV,
             capture_output=True,

@@ -509,12 +509,12 @@ class ClassGrading:
         busy workers restarted); each submission then is graded (its record was written in time), or
         ``status`` with its half-written autograded folder removed."""
         busy = set()
-        try:
-            processing = client.processing() if client.status == "running" else {}
-            busy = {w for w, keys in processing.items() if keys}
-            client.cancel(list(futures))
-        except Exception:  # the scheduler is gone: nothing to cancel there
-            pass
+        if status != "lost":  # else there is no scheduler to ask, nor to cancel with
+            try:
+                busy = {w for w, keys in client.processing().items() if keys}
+                client.cancel(list(futures))
+            except Exception:  # the scheduler went meanwhile
+                pass
         if cluster is not None:
             cluster.close(timeout=STOP_GRACE)
         elif busy and status == "interrupted":
@@ -554,7 +554,7 @@ class ClassGrading:
         for thing in (client, cluster):
             if thing is not None:
                 try:
-                    thing.close(timeout=STOP_GRACE) if thing is cluster else thing.close()
+                    thing.close(timeout=STOP_GRACE)
                 except Exception:  # closing what is already gone
                     pass
 

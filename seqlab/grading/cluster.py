@@ -36,6 +36,7 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from contextlib import contextmanager
@@ -106,6 +107,8 @@ class GradingWorker(WorkerPlugin):
         self.refusal = differences(self.root, self.fingerprint, self.source, self.release)
         self.checked = set()  # the exercises whose release and solution this worker graded as they must be
         self.app = None  # nbgrader's AutogradeApp in the course, made at the first grading
+        # One grading at a time, whatever the worker's threads: autograde works in the process's working folder.
+        self.one_at_a_time = threading.Lock()
 
     def teardown(self, worker=None):  # noqa: ARG002 (the plugin protocol's signature)
         self.app = None
@@ -190,6 +193,11 @@ def grade_submission(job: dict) -> dict:
     "worker"}``. Raises :class:`BrokenGrading` when the course's own cells raised (Dask retries it)."""
     worker = get_worker()
     plugin = worker.plugins[PLUGIN]
+    with plugin.one_at_a_time:
+        return _grade(job, worker, plugin)
+
+
+def _grade(job: dict, worker, plugin: GradingWorker) -> dict:
     exercise, student = job["exercise"], job["student"]
     why = plugin.refuses(exercise)
     if why is not None:
