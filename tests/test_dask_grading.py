@@ -399,7 +399,7 @@ def test_workers_that_see_another_course_or_cannot_import_seqlab_grade_nothing(e
     engine.start_scheduler()
     engine.start_worker("good")
     mount = ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c"]
-    mount += ['mount --bind "$0" "$1" && shift 2 && exec "$@"', str(other), str(course)]
+    mount += ['mount --bind "$1" "$2" && shift 2 && exec "$@"', "sh", str(other), str(course)]
     engine.start_worker("other-course", prefix=mount)
     engine.start_worker("broken", env=ENV | {"JUPYTER_PATH": str(engine.tmp / "broken-jupyter")})
     engine.wait_for_workers(3)
