@@ -23,7 +23,6 @@ refused before nbgrader starts, so most of them run in-process.
 import json
 import os
 import re
-import resource
 import shutil
 import signal
 import subprocess
@@ -579,20 +578,28 @@ def test_the_verdict_kernel_stands_in_for_exactly_the_answers_functions(name):
     assert answer_names(stubs) == answers
 
 
-def test_a_stop_refuses_new_gradings_only_while_it_lasts(tmp_path):
-    """Ctrl-C while a folder is graded: no grading starts during the stop, and one may start after it
-    (a Python session that grades again after an interrupt)."""
-    with autograde.stopping():
-        with pytest.raises(autograde.GradingFailed, match="was not started"):
-            autograde._run_nbgrader(tmp_path, FIRST, tmp_path / f"{FIRST}.ipynb", 1, 1, None)
-    assert not autograde._stopping.is_set()
+def test_stopped_grading_processes_start_no_other_grading(tmp_path):
+    """Ctrl-C while a folder is graded stops its grading processes: no grading starts after the stop (a
+    Python session that grades again makes new ones)."""
+    processes = autograde.GradingProcesses(1)
+    processes.stop()
+    with pytest.raises(autograde.GradingFailed, match="not started: grading is being stopped"):
+        autograde._run_nbgrader(tmp_path, FIRST, tmp_path / f"{FIRST}.ipynb", 1, 1, None, processes)
+    assert processes.pids() == set()
 
 
-def test_a_folder_reuses_a_grading_process_only_after_a_grading_that_worked(tmp_path):
-    """Inside ``reusing_processes`` (``seqlab grade FOLDER``), the process that graded a notebook grades the
-    next one of the same course (a course's configuration runs in it); a process whose grading failed is
-    stopped, one killed while it waited is not used again, and none outlives the block. Each grading is
-    still right, in a session that holds many files open (past the 1023 that select.select can watch)."""
+def blocks_the_alarm_and_sleeps(seconds: float) -> str:
+    """In a grading process: a grading that does not stop at its alarm (a C call that never returns, say)."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
+    time.sleep(seconds)
+    return "done"
+
+
+def test_a_folder_reuses_its_grading_process_and_replaces_one_that_died_or_hung(tmp_path):
+    """``seqlab grade FOLDER`` grades in one set of grading processes (the standard library's pool): the
+    process that graded a notebook grades the next, also after nbgrader failed there; one killed while
+    it waited is replaced; a grading past its time limit is stopped by its process, which grades on, and
+    a process that does not stop it is killed and replaced; none outlives the block."""
     solution = nbformat.read(ROOT / "solutions" / FIRST / f"{FIRST}.ipynb", as_version=4)
     notebook = tmp_path / f"{FIRST}.ipynb"
     nbformat.write(solved(release(FIRST), solution), notebook)
@@ -600,29 +607,31 @@ def test_a_folder_reuses_a_grading_process_only_after_a_grading_that_worked(tmp_
     (tmp_path / "course").mkdir()
     course = course_copy(tmp_path / "course")
     config = (course / "nbgrader_config.py").read_text()
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    many = 2048 if hard == resource.RLIM_INFINITY else min(hard, 2048)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, many), hard))
-    held = [open(os.devnull) for _ in range(max(0, min(many - 64, 1100)))]
-    try:
-        with autograde.reusing_processes():
-            assert autograde.grade(notebook, course=course).earned == full
-            (first,) = autograde._idle
-            assert autograde.grade(notebook, course=ROOT).earned == full  # another course: another process
-            (other,) = [p for p in autograde._idle if p is not first]
-            assert first in autograde._idle and first.poll() is None, "the first process did not wait"
-            # nbgrader fails in the course (a preprocessor that does not exist), in the process that waited
-            (course / "nbgrader_config.py").write_text(config + '\nc.Autograde.autograde_preprocessors = ["no.Such"]\n')
-            with pytest.raises(autograde.GradingFailed, match="nbgrader failed"):
-                autograde.grade(notebook, course=course)
-            assert autograde._idle == [other] and first.poll() is not None, "a process whose grading failed was kept"
-            os.kill(other.popen.pid, signal.SIGKILL)  # killed from outside while it waits
-            other.popen.wait()
-            assert autograde.grade(notebook, course=ROOT).earned == full
-            (last,) = autograde._idle
-            assert last is not other
-    finally:
-        for file in held:
-            file.close()
-        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
-    assert last.poll() is not None and autograde._idle == [] and autograde._children == set()
+    with autograde.GradingProcesses(1) as processes:
+        assert autograde.grade(notebook, course=course, processes=processes).earned == full
+        (first,) = processes.pids()
+        # nbgrader fails in the course (a preprocessor that does not exist), in the process that waited
+        (course / "nbgrader_config.py").write_text(config + '\nc.Autograde.autograde_preprocessors = ["no.Such"]\n')
+        with pytest.raises(autograde.GradingFailed, match="nbgrader failed"):
+            autograde.grade(notebook, course=course, processes=processes)
+        assert processes.pids() == {first}, "the process did not grade on after nbgrader failed"
+        (course / "nbgrader_config.py").write_text(config)
+        os.kill(first, signal.SIGKILL)  # killed from outside while it waits
+        time.sleep(0.5)
+        assert autograde.grade(notebook, course=course, processes=processes).earned == full
+        (second,) = processes.pids()
+        assert second != first
+        # past its time limit: the process stops the function itself (its alarm) and grades on
+        assert processes.run(1, time.sleep, 60) == autograde.LATE
+        assert processes.pids() == {second}
+        assert processes.run(5, sorted, [2, 1]) == [1, 2]
+        # one that does not stop at its alarm is killed when the grace after the limit is over
+        processes.grace = 1
+        started = time.monotonic()
+        assert processes.run(1, blocks_the_alarm_and_sleeps, 60) == autograde.LATE
+        assert time.monotonic() - started < 30
+        assert second not in processes.pids()
+        assert processes.run(5, sorted, [3, 2]) == [2, 3]
+        (last,) = processes.pids()
+        assert last not in (first, second)
+    assert processes.pids() == set() and not Path(f"/proc/{last}").exists(), "a grading process outlived the block"

@@ -81,6 +81,7 @@ STUDENT_GRADING = {
 # Modules of seqlab/grading/ that serve the instructor only; the seqlab command runs without them (and says so).
 INSTRUCTOR_GRADING = {
     "class_grading.py": "seqlab grade-class: a whole class against the gradebook",
+    "cluster.py": "what a Dask worker does for seqlab grade-class",
 }
 
 # tests/: the unit tests of seqlab that read nothing but the package and share no line with a solution or
@@ -121,6 +122,7 @@ INSTRUCTOR_TESTS = {
     "test_grade_command.py": "grades with the hidden tests of solutions/",
     "test_layout.py": "the course README's module tables",
     "test_postgres_gradebook.py": "the class gradebook on PostgreSQL",
+    "test_dask_grading.py": "grades a class on a Dask cluster with solutions/ and a gradebook",
     "test_prose_figures.py": "the chapters' prose against their outputs, for whoever writes them",
     "test_student_edition.py": "builds this edition from the course",
     "test_workflow.py": "the course's GitHub workflow",

@@ -10,8 +10,8 @@
    whose source is ``solutions/<exercise>/`` when this copy of the course has it, hidden tests
    included, and otherwise the release, whose tests are the visible ones only;
 3. runs nbgrader's ``generate_assignment``, ``autograde`` and ``generate_feedback`` there, in a
-   grading process (:func:`_run_nbgrader`), on a copy of the notebook; inside :func:`reusing_processes`
-   (a folder of notebooks), one process grades one notebook after another;
+   grading process (:class:`GradingProcesses`, the standard library's process pool), on a copy of the
+   notebook; a folder's notebooks share the processes, each grading one notebook after another;
 4. returns a :class:`Report`: the points of every graded cell with the first line of each failure,
    and the feedback HTML, copied next to the notebook as ``<name>.feedback.html`` (except inside
    ``solutions/``, which must hold notebooks only).
@@ -19,17 +19,16 @@
 Nothing is written anywhere else: not in the course, not next to the notebook (the feedback aside).
 """
 
-import contextlib
 import json
 import os
 import re
-import selectors
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 import traceback
 import warnings
 from dataclasses import dataclass, field
@@ -47,7 +46,7 @@ from seqlab.grading import intake, sandbox  # noqa: E402
 __all__ = ["EXIT_FAILED", "EXIT_FULL_MARKS", "EXIT_POINTS_MISSING", "EXIT_REFUSED", "Exercise", "GradingFailed"]
 __all__ += ["Refused", "Report", "Stopped", "Task", "find_course", "find_exercises", "format_points", "format_report"]
 __all__ += ["grade", "identify"]
-__all__ += ["feedback_path", "read_notebook"]
+__all__ += ["GRACE", "LATE", "GradingProcesses", "feedback_path", "read_notebook"]
 
 # `seqlab grade`'s exit statuses.
 EXIT_FULL_MARKS = 0
@@ -308,7 +307,9 @@ class Report:
         return EXIT_FULL_MARKS if self.earned >= self.possible else EXIT_POINTS_MISSING
 
 
-def grade(path, course=None, timeout: int | None = None, log=None, announce=None) -> Report:
+def grade(
+    path, course=None, timeout: int | None = None, log=None, announce=None, processes: "GradingProcesses | None" = None
+) -> Report:
     """Autograde the exercise notebook at ``path`` in a temporary course; see the module docstring.
 
     Args:
@@ -318,6 +319,8 @@ def grade(path, course=None, timeout: int | None = None, log=None, announce=None
         log: a callable that receives nbgrader's log (for ``--verbose``); by default it is dropped.
         announce: a callable ``(exercise, hidden_tests, unsandboxed)`` told what is graded before grading
             starts; ``unsandboxed`` is ``None``, or why the notebook runs without a sandbox.
+        processes: the :class:`GradingProcesses` to grade in (a folder's notebooks share them); by
+            default one started for this notebook and ended with it.
 
     Raises:
         Refused: the notebook cannot be graded (the message says why).
@@ -345,7 +348,11 @@ def grade(path, course=None, timeout: int | None = None, log=None, announce=None
         shutil.copy(root / "nbgrader_config.py", tmp / "nbgrader_config.py")
         (tmp / "solutions" / exercise.name).mkdir(parents=True)
         shutil.copy(source, tmp / "solutions" / exercise.name / f"{exercise.name}.ipynb")
-        result = _run_nbgrader(tmp, exercise.name, path, timeout, total, log, root=root)
+        if processes is None:
+            with GradingProcesses(1) as own:
+                result = _run_nbgrader(tmp, exercise.name, path, timeout, total, log, own)
+        else:
+            result = _run_nbgrader(tmp, exercise.name, path, timeout, total, log, processes)
         graded = nbformat.read(result["autograded"], as_version=4)
         report = Report(exercise.name, path, exercise.solution is not None, _tasks(graded, result["grades"]))
         report.notes = _notes(graded, result)
@@ -399,204 +406,220 @@ def feedback_path(notebook: Path, course: Path) -> Path | None:
     return notebook.with_name(notebook.stem + FEEDBACK_SUFFIX)
 
 
-# The grading processes alive now, busy or idle: ``seqlab grade FOLDER`` grades several notebooks at once,
-# each waiting on its process in a thread of its own, and only the main thread hears Ctrl-C; it stops them
-# all here. Inside ``reusing_processes()``, a process that graded a notebook waits in ``_idle`` for the next.
-_children: set = set()
-_idle: list = []
-_children_lock = threading.Lock()
-_stopping = threading.Event()
-_reusing = threading.Event()
+# The grading processes. nbgrader runs in a process of its own: it changes the working folder, writes to
+# file descriptors 1 and 2, and a grading past its time must be stopped with its kernel. The processes
+# are the standard library's pool (concurrent.futures), started with the "spawn" method (no copy of a
+# caller's threads), and reused: each imports nbgrader once, a second saved on every notebook after its
+# first (``seqlab grade FOLDER``; a Dask worker of ``seqlab grade-class``).
+
+LATE = "late"  # what GradingProcesses.run returns for a grading stopped at its time limit
+GRACE = 30  # seconds a grading process gets to stop a late grading itself before it is killed
 
 
-@contextlib.contextmanager
-def stopping():
-    """Stop every grading process, and start no other until the block ends (Ctrl-C while grading a
-    folder: the block waits for the threads to unwind); then grading may start again."""
-    _stopping.set()
-    try:
-        with _children_lock:
-            idle, busy = list(_idle), [child for child in _children if child not in _idle]
-        for child in idle:
-            _stop(child)
-        for child in busy:  # the thread that waits for its answer wakes up, and closes its pipes
-            _forget(child)
-            child.stop(close=False)
-        yield
-    finally:
-        _stopping.clear()
+class _TimeUp(BaseException):
+    """Raised in a grading process at its time limit; a BaseException, so that it unwinds nbgrader's code
+    as Ctrl-C does (nbclient stops the kernel on its way out)."""
 
 
-@contextlib.contextmanager
-def reusing_processes():
-    """Inside the block, a grading process that graded a notebook grades the next one too (a folder): each
-    process imports nbgrader once, a second of CPU saved for every notebook after its first. Every notebook
-    still gets a temporary course, a gradebook and kernels of its own, and a process whose grading failed or
-    ran out of time is stopped, never reused. The processes end with the block."""
-    _reusing.set()
-    try:
-        yield
-    finally:
-        _reusing.clear()
-        with _children_lock:
-            idle, _idle[:] = list(_idle), []
-        for process in idle:
-            _close(process)
+class GradingProcesses:
+    """``jobs`` grading processes (a ``concurrent.futures.ProcessPoolExecutor``); a context manager.
 
+    :meth:`run` runs a function in one of them under a time limit: the process stops the grading itself
+    at the limit (an alarm that unwinds it like Ctrl-C) and answers :data:`LATE`; a process that has not
+    answered ``GRACE`` seconds later is killed, with the others of its pool (the standard pool cannot stop
+    one of its processes), and the next grading gets a new pool. :meth:`stop` (Ctrl-C, SIGTERM) stops
+    every grading under way and starts no other. The processes ignore SIGINT, so that Ctrl-C in a
+    terminal reaches the caller only, which stops them with SIGTERM (each then stops its kernel); a
+    process whose caller is gone (killed) stops too.
+    """
 
-class _GradingProcess:
-    """A grading process (:func:`_serve`), the course folder it grades for, and a file that keeps what it
-    prints outside a grading (an error before its first request, a crash)."""
+    def __init__(self, jobs: int = 1):
+        import multiprocessing
 
-    def __init__(self, root: str | None):
-        self.root = root
-        self.errors = tempfile.TemporaryFile()
-        self.printed = []  # its lines in ``errors``, read when it is stopped
-        bin_dir = str(Path(sys.executable).parent)  # nbgrader runs `alembic` as a program
-        env = dict(os.environ, PATH=bin_dir + os.pathsep + os.environ.get("PATH", ""), PYTHONDONTWRITEBYTECODE="1")
-        # A session of its own: Ctrl-C in the terminal reaches this process only, which stops the child.
-        self.popen = subprocess.Popen(
-            [sys.executable, "-m", "seqlab.grading.autograde"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self.errors,
-            cwd="/",
-            env=env,
-            start_new_session=True,
-        )
+        self.jobs = jobs
+        self._context = multiprocessing.get_context("spawn")
+        self._pool = None  # (executor, the queue where its processes put their pids)
+        self._pids = {}  # {executor: the pids its processes said}
+        self._lock = threading.Lock()
+        self._stopped = False
+        self.grace = GRACE  # seconds past a grading's limit before its process is killed
 
-    def poll(self) -> int | None:
-        return self.popen.poll()
+    def __enter__(self):
+        return self
 
-    def ask(self, request: list, seconds: float):
-        """Send one request. Returns the exit status that the process answers with, ``"late"`` past
-        ``seconds``, or ``None`` if it ended (or was stopped) without answering."""
+    def __exit__(self, kind, error, trace):
+        if kind is None:
+            self.close()
+        else:
+            self.stop()
+
+    def run(self, limit: float, function, *args):
+        """``function(*args)`` in a grading process, which stops it after ``limit`` seconds: its result, or
+        :data:`LATE`. Raises :class:`GradingFailed` when the process died, or when grading was stopped."""
+        from concurrent.futures import TimeoutError as NoAnswer
+        from concurrent.futures.process import BrokenProcessPool
+
+        for attempt in range(2):
+            pool = self._current()
+            try:
+                future = pool[0].submit(_within, limit, function, *args)
+                break
+            except BrokenProcessPool:  # a process of the pool died while it waited: a new pool, once
+                self._discard(pool)
+                if attempt:
+                    raise GradingFailed("the grading processes could not be started") from None
         try:
-            self.popen.stdin.write((json.dumps(request) + "\n").encode())
-            self.popen.stdin.flush()
-            with selectors.DefaultSelector() as selector:  # select.select fails on descriptors past 1023
-                selector.register(self.popen.stdout, selectors.EVENT_READ)
-                if not selector.select(seconds):
-                    return "late"
-            line = self.popen.stdout.readline()
-        except (OSError, ValueError):  # stopped (Ctrl-C) before or while it was asked: its pipes are closed
-            return None
-        return int(line) if line.strip().isdigit() else None
+            return future.result(timeout=limit + self.grace)
+        except (KeyboardInterrupt, SystemExit):  # Ctrl-C or SIGTERM in this thread: stop before the caller unwinds
+            self.stop()
+            raise
+        except (NoAnswer, _TimeUp):
+            self._discard(pool, kill=True)
+            return LATE
+        except BrokenProcessPool:
+            self._discard(pool)
+            if self._stopped:
+                raise GradingFailed("grading was stopped") from None
+            raise GradingFailed("the grading process ended without answering (killed, or it crashed)") from None
 
-    def failure(self) -> str:
-        """How the process ended without answering, and the last lines it printed outside a grading
-        (once it is stopped)."""
-        code = self.popen.returncode
-        how = f"killed by signal {-code}" if code < 0 else f"exit status {code}"
-        return "\n".join([f"the grading process ended without answering ({how})", *self.printed[-25:]])
+    def _current(self) -> tuple:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with self._lock:
+            if self._stopped:
+                raise GradingFailed("not started: grading is being stopped")
+            if self._pool is None:
+                said = self._context.SimpleQueue()
+                executor = ProcessPoolExecutor(
+                    self.jobs,
+                    mp_context=self._context,
+                    initializer=_grading_process_starts,
+                    initargs=(os.getpid(), said),
+                )
+                self._pool = (executor, said)
+            return self._pool
+
+    def _discard(self, pool: tuple, kill: bool = False) -> None:
+        """``pool`` is broken or late: the next grading gets a new one; its processes killed (``kill``)."""
+        with self._lock:
+            if self._pool is pool:
+                self._pool = None
+        if kill:
+            self._kill(pool)
+        pool[0].shutdown(wait=False, cancel_futures=True)
+
+    def _processes(self, pool: tuple) -> list:
+        """The processes of ``pool`` alive now (``multiprocessing.Process`` objects)."""
+        import multiprocessing
+
+        with self._lock:
+            known = self._pids.setdefault(pool[0], set())
+            while not pool[1].empty():
+                known.add(pool[1].get())
+        return [p for p in multiprocessing.active_children() if p.pid in known]
+
+    def pids(self) -> set:
+        """The pids of the grading processes alive now."""
+        pool = self._pool
+        return set() if pool is None else {p.pid for p in self._processes(pool)}
+
+    def _kill(self, pool: tuple) -> None:
+        """SIGTERM to the processes of ``pool`` (each stops its kernel), SIGKILL to any left after 10 s."""
+        processes = self._processes(pool)
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            process.join(10)
+            if process.is_alive():
+                process.kill()
+                process.join()
+
+    def stop(self) -> None:
+        """Stop every grading under way (Ctrl-C, SIGTERM); no other starts."""
+        with self._lock:
+            self._stopped, pool = True, self._pool
+        if pool is not None:
+            self._kill(pool)
+            pool[0].shutdown(wait=True, cancel_futures=True)
 
     def close(self) -> None:
-        """No more notebooks: it exits at once, or is stopped if it does not."""
-        try:
-            self.popen.stdin.close()
-            self.popen.wait(timeout=10)
-        except (OSError, subprocess.TimeoutExpired):
-            pass
-        self.stop()
-
-    def stop(self, close: bool = True) -> None:
-        """SIGTERM (it stops its kernel), then SIGKILL; then its pipes and its file closed, unless another
-        thread still reads them (``close=False``)."""
-        if self.popen.poll() is None:
-            try:
-                os.killpg(self.popen.pid, signal.SIGTERM)
-                self.popen.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.popen.pid, signal.SIGKILL)
-                self.popen.wait()
-            except ProcessLookupError:
-                self.popen.wait()
-        if not close or self.errors.closed:
-            return
-        self.errors.seek(0)
-        self.printed = self.errors.read().decode(errors="replace").strip().splitlines()
-        for stream in (self.popen.stdin, self.popen.stdout, self.errors):
-            with contextlib.suppress(OSError):
-                stream.close()
+        """No more gradings: the processes end."""
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool[0].shutdown(wait=True)
 
 
-def _grading_process(root: str | None) -> _GradingProcess:
-    """An idle grading process that graded for the course ``root`` (a course's configuration runs in the
-    process), or a new one; refused while grading is being stopped."""
-    with _children_lock:
-        if _stopping.is_set():
-            raise GradingFailed("grading is being stopped")
-        dead = [idle for idle in _idle if idle.poll() is not None]  # killed from outside while it waited
-        process = next((idle for idle in _idle if idle.root == root and idle not in dead), None)
-        if process is not None:
-            _idle.remove(process)
-        else:
-            process = _GradingProcess(root)
-            _children.add(process)
-    for idle in dead:
-        _stop(idle)  # not used again; its pipes closed
-    return process
+def _grading_process_starts(caller: int, pids) -> None:
+    """A grading process's start (the pool's initializer): it says its pid, ignores Ctrl-C (its caller
+    stops it), unwinds on SIGTERM, writes no bytecode, works from /, and stops when its caller is gone."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _terminate)
+    sys.dont_write_bytecode = True
+    os.chdir("/")
+    pids.put(os.getpid())
+    threading.Thread(target=_stop_without, args=(caller,), name="seqlab-caller-watch", daemon=True).start()
 
 
-def _done_with(process: _GradingProcess, status) -> None:
-    """After a grading: keep ``process`` for the next notebook inside :func:`reusing_processes`, end it
-    when it graded its last one, stop it when it failed, ran late or was interrupted."""
-    with _children_lock:
-        if status == 0 and _reusing.is_set() and not _stopping.is_set():
-            _idle.append(process)
-            return
-    if status == 0:
-        _close(process)
-    else:
-        _stop(process)
+def _stop_without(caller: int) -> None:
+    """In a grading process: once its caller is gone (killed with SIGKILL), stop the grading (SIGTERM,
+    which unwinds it and stops its kernel), and end in any case 10 seconds later."""
+    while os.getppid() == caller:
+        time.sleep(0.5)
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(10)
+    os._exit(1)
 
 
-def _close(process: _GradingProcess) -> None:
-    _forget(process)
-    process.close()
+def _terminate(signum, frame):  # noqa: ARG001 (a signal handler's signature)
+    """SIGTERM in a grading process: unwind like Ctrl-C, so that nbclient stops the kernel."""
+    raise KeyboardInterrupt
 
 
-def _stop(process: _GradingProcess) -> None:
-    _forget(process)
-    process.stop()
+def _within(limit: float, function, *args):
+    """In a grading process: ``function(*args)``, or :data:`LATE` when it ran ``limit`` seconds. nbgrader
+    catches every exception of a grading, so the alarm's is noted before it is raised."""
+    ran_out = []
+
+    def time_up(signum, frame):  # noqa: ARG001 (a signal handler's signature)
+        ran_out.append(True)
+        raise _TimeUp
+
+    previous = signal.signal(signal.SIGALRM, time_up)
+    signal.setitimer(signal.ITIMER_REAL, limit)
+    try:
+        result = function(*args)
+    except _TimeUp:
+        result = LATE
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    return LATE if ran_out else result
 
 
-def _forget(process: _GradingProcess) -> None:
-    with _children_lock:
-        _children.discard(process)
-        if process in _idle:
-            _idle.remove(process)
+def _run_nbgrader(
+    course: Path, exercise: str, notebook: Path, timeout: int, total: int, log, processes: GradingProcesses
+) -> dict:
+    """Grade with :func:`_nbgrader_steps` in one of ``processes``, nbgrader's log in ``course/nbgrader.log``.
 
-
-def _run_nbgrader(course: Path, exercise: str, notebook: Path, timeout: int, total: int, log, root=None) -> dict:
-    """Grade with :func:`_nbgrader_steps` in a grading process, nbgrader's log in ``course/nbgrader.log``.
-
-    The notebook gets ``total`` seconds; nbgrader itself, some more. Past that, or when this process is
-    interrupted (Ctrl-C, SIGTERM), the grading process is stopped, and so is its kernel: a sandboxed
-    kernel dies with the process that started it, a kernel without a sandbox is stopped by that process
-    when it gets SIGTERM. The temporary course, with the kernel's connection file, goes with the caller's
-    temporary folder. ``root``, the course graded for, decides which idle process may grade it.
+    The notebook gets ``total`` seconds; nbgrader itself, some more. Past that, or when the caller is
+    interrupted (Ctrl-C, SIGTERM), the grading is stopped, and so is its kernel (a sandboxed kernel dies
+    with the process that started it; one without a sandbox is stopped by it as it unwinds). The
+    temporary course, with the kernel's connection file, goes with the caller's temporary folder.
     """
     limit = total + NBGRADER_SECONDS
     try:
-        process = _grading_process(None if root is None else str(root))
-    except GradingFailed as refused:
-        raise GradingFailed(f"grading {notebook} was not started: {refused}") from None
-    status = None
-    try:
-        status = process.ask([str(course), exercise, str(notebook.resolve()), timeout, total], limit)
-    finally:
-        _done_with(process, status)
+        status = processes.run(limit, _in_course, course, exercise, notebook.resolve(), timeout, total)
+    except GradingFailed as failure:
+        raise GradingFailed(f"grading {notebook}: {failure}") from None
     log_file = course / "nbgrader.log"
     text = log_file.read_bytes().decode(errors="replace") if log_file.is_file() else ""
     if log is not None:
         log(text)
     result_file = course / "result.json"
-    if status == "late":
+    if status == LATE:
         raise GradingFailed(f"grading {notebook} took longer than {limit} s and was stopped")
     tail = "\n".join(text.strip().splitlines()[-25:])
-    if status is None:
-        raise GradingFailed(f"nbgrader failed to grade {notebook}: {process.failure()}\n{tail}".rstrip())
     if status != 0 or not result_file.is_file():
         raise GradingFailed(f"nbgrader failed to grade {notebook} (exit status {status}):\n{tail}")
     return json.loads(result_file.read_text())
@@ -678,11 +701,6 @@ def _nbgrader_steps(course: Path, exercise: str, notebook: Path, timeout: int, t
     }
     (course / "result.json").write_text(json.dumps(result))
     return 0
-
-
-def _terminate(signum, frame):  # noqa: ARG001 (a signal handler's signature)
-    """SIGTERM in the grading process: unwind like Ctrl-C, so that nbclient stops the kernel."""
-    raise KeyboardInterrupt
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -777,19 +795,6 @@ def format_report(report: Report) -> str:
     return "\n".join(lines)
 
 
-def _serve(requests, replies) -> int:
-    """The grading process: for each request (a JSON line: course, exercise, notebook, seconds per cell,
-    seconds in all), :func:`_nbgrader_steps` in that course, its output in the course's ``nbgrader.log``;
-    then a line with its exit status. It ends when its requests do, or after a failed grading."""
-    for line in requests:
-        course, exercise, notebook, timeout, total = json.loads(line)
-        status = _in_course(Path(course), exercise, Path(notebook), timeout, total)
-        print(status, file=replies, flush=True)
-        if status != 0:
-            return status
-    return 0
-
-
 def _in_course(course: Path, exercise: str, notebook: Path, timeout: int, total: int) -> int:
     """:func:`_nbgrader_steps` in ``course``, everything printed (kernels included) in its ``nbgrader.log``.
 
@@ -813,14 +818,3 @@ def _in_course(course: Path, exercise: str, notebook: Path, timeout: int, total:
             os.dup2(nothing.fileno(), 1)
             os.dup2(nothing.fileno(), 2)
             os.chdir("/")
-
-
-if __name__ == "__main__":  # the grading process that _grading_process starts
-    signal.signal(signal.SIGTERM, _terminate)
-    # The answers go to the caller on the first standard output; what runs in a course writes to its log.
-    with os.fdopen(os.dup(1), "w") as answers:
-        try:
-            status = _serve(sys.stdin, answers)
-        except KeyboardInterrupt:
-            status = 130
-    sys.exit(status)

@@ -62,9 +62,9 @@ from seqlab.grading.cluster import (
     BrokenGrading,
     GradingWorker,
     Records,
-    _app,
     course_fingerprint,
     grade_submission,
+    nbgrader_autograde_app,
 )
 
 __all__ = ["GRADED_TABLE", "ClassGrading", "Course", "Outcome", "Submission"]
@@ -73,7 +73,7 @@ __all__ += ["format_summary", "open_course", "submission_digest"]
 # A grading whose course cells raised (the environment, not the student) is tried this many times more.
 RETRIES = 2
 # Seconds without a scheduler, or without a worker, after which the run ends with what it has graded.
-LOST_AFTER = 30
+LOST_AFTER = 15
 # Seconds the local cluster's workers get to stop when the run is interrupted.
 STOP_GRACE = 20
 SQLITE_ONE_WORKER = (
@@ -147,7 +147,7 @@ def open_course(root, nbgrader_args=()) -> Course:
     bin_dir = str(Path(sys.executable).parent)
     if bin_dir not in os.environ.get("PATH", "").split(os.pathsep):
         os.environ["PATH"] = bin_dir + os.pathsep + os.environ.get("PATH", "")
-    app = _app(root, nbgrader_args)
+    app = nbgrader_autograde_app(root, nbgrader_args)
     coursedir = app.coursedir
     create = app.config.Autograde.get("create_student", True)
     return Course(
@@ -361,7 +361,9 @@ class ClassGrading:
         # The environment's bin/ first on every worker's PATH (nbgrader runs `alembic` as a program), and a
         # worker takes one task at a time from the scheduler: a task waiting behind a grading on a worker
         # that is killed or interrupted would be lost with it for nothing.
-        dask.config.set({"distributed.scheduler.worker-saturation": 1.0})
+        # A worker starts its grading process with multiprocessing, which a daemonic process may not: the
+        # local cluster's nannies start their workers as ordinary processes.
+        dask.config.set({"distributed.scheduler.worker-saturation": 1.0, "distributed.worker.daemon": False})
         if self.scheduler is not None:
             client = Client(self.scheduler, timeout=LOST_AFTER)
             client.wait_for_workers(1, timeout=LOST_AFTER * 10)
@@ -379,7 +381,9 @@ class ClassGrading:
         coursedir = self.course.coursedir
         source, release = coursedir.source_directory, coursedir.release_directory
         fingerprint = course_fingerprint(self.course.root, source, release)
-        plugin = GradingWorker(str(self.course.root), self.course.nbgrader_args, fingerprint, source, release)
+        plugin = GradingWorker(
+            str(self.course.root), self.course.nbgrader_args, fingerprint, source, release, run=uuid.uuid4().hex
+        )
         client.register_plugin(plugin, name=PLUGIN)
 
     def _submit(self, client, job, workers=None):
@@ -391,6 +395,9 @@ class ClassGrading:
             "db_url": self.course.db_url,
             "course_id": self.course.course_id,
             "timeout": self.timeout,
+            "autograded": str(
+                self.course.folder(self.course.coursedir.autograded_directory, submission.student, submission.exercise)
+            ),
         }
         key = f"grade-{submission.exercise}-{submission.student}-{uuid.uuid4().hex[:8]}"
         return client.submit(grade_submission, task, key=key, pure=False, retries=RETRIES, workers=workers)

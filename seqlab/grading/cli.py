@@ -197,8 +197,9 @@ def grade_command(args) -> int:
         if not notebooks:
             print(f"seqlab grade: refused: {args.notebook} holds no notebook", file=sys.stderr)
             return autograde.EXIT_REFUSED
-        with autograde.reusing_processes():  # nbgrader imported once per process, not once per notebook
-            return max(grade_all(notebooks, args, jobs=min(args.jobs or default_jobs(), len(notebooks))))
+        jobs = min(args.jobs or default_jobs(), len(notebooks))
+        with autograde.GradingProcesses(jobs) as processes:  # nbgrader imported once per process, not per notebook
+            return max(grade_all(notebooks, args, processes))
     return grade_one(args.notebook, args)
 
 
@@ -208,30 +209,30 @@ def default_jobs() -> int:
     return min(2, os.cpu_count() or 1)
 
 
-def grade_all(notebooks: list, args, jobs: int) -> list:
-    """Grade ``notebooks``, ``jobs`` at a time; each one's output printed whole, in order. Their exit statuses.
+def grade_all(notebooks: list, args, processes) -> list:
+    """Grade ``notebooks`` in ``processes`` (autograde.GradingProcesses), as many at a time as it has; each
+    one's output printed whole, in order. Their exit statuses.
 
-    Each grading runs in one of autograde's grading processes, which grade one notebook after another
-    (autograde.reusing_processes); a thread waits for each grading. On Ctrl-C or SIGTERM the main thread
-    stops them all (autograde.stopping) and waits for the threads, which remove their temporary courses as
-    they unwind."""
+    A thread waits for each grading. On Ctrl-C or SIGTERM the main thread stops the grading processes
+    and waits for the threads, which remove their temporary courses as they unwind."""
     separator = "\n" + "-" * 100 + "\n"
-    if jobs <= 1:
+    if processes.jobs <= 1:
         statuses = []
         for notebook in notebooks:
-            statuses.append(grade_one(notebook, args))
+            statuses.append(grade_one(notebook, args, processes=processes))
             print(separator)
         return statuses
 
     def captured(notebook):
         out, err = io.StringIO(), io.StringIO()
-        return grade_one(notebook, args, out=out, err=err), out.getvalue(), err.getvalue()
+        return grade_one(notebook, args, out=out, err=err, processes=processes), out.getvalue(), err.getvalue()
 
     print(
-        f"{len(notebooks)} notebooks, graded {jobs} at a time: each one's table appears when it is done.\n", flush=True
+        f"{len(notebooks)} notebooks, graded {processes.jobs} at a time: each one's table appears when it is done.\n",
+        flush=True,
     )
     statuses = []
-    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="seqlab-grade") as pool:
+    with concurrent.futures.ThreadPoolExecutor(max_workers=processes.jobs, thread_name_prefix="seqlab-grade") as pool:
         futures = [pool.submit(captured, notebook) for notebook in notebooks]
         try:
             for future in futures:
@@ -244,8 +245,8 @@ def grade_all(notebooks: list, args, jobs: int) -> list:
         except BaseException:
             for future in futures:
                 future.cancel()
-            with autograde.stopping():
-                pool.shutdown(wait=True)  # the threads unwind: their gradings stopped, their folders removed
+            processes.stop()
+            pool.shutdown(wait=True)  # the threads unwind: their gradings stopped, their folders removed
             raise
     return statuses
 
@@ -255,7 +256,7 @@ def notebooks_in(folder: Path) -> list:
     return sorted(p for p in folder.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
 
 
-def grade_one(notebook: Path, args, out=None, err=None) -> int:
+def grade_one(notebook: Path, args, out=None, err=None, processes=None) -> int:
     """Grade one notebook and print its table to ``out`` (standard output), messages to ``err``."""
     out, err = out or sys.stdout, err or sys.stderr
 
@@ -273,7 +274,9 @@ def grade_one(notebook: Path, args, out=None, err=None) -> int:
 
     log = (lambda text: print(text, file=err)) if args.verbose else None
     try:
-        report = autograde.grade(notebook, course=args.course, timeout=args.timeout, log=log, announce=announce)
+        report = autograde.grade(
+            notebook, course=args.course, timeout=args.timeout, log=log, announce=announce, processes=processes
+        )
     except autograde.Refused as refusal:
         print(f"seqlab grade: refused: {refusal}", file=err)
         return autograde.EXIT_REFUSED

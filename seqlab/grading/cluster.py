@@ -2,12 +2,15 @@
 
 The command submits one task per submission (:func:`grade_submission`, one student's exercise) to a Dask
 client, and registers a worker plugin (:class:`GradingWorker`) that every worker of the cluster runs,
-those that join later too. A task grades in its worker exactly as ``nbgrader autograde EXERCISE --student
-ID --force`` would in the course folder (the course's nbgrader_config.py, every kernel in its sandbox),
-and writes the grades to the gradebook that ``c.CourseDirectory.db_url`` names, and then the record of
-what it graded (the table ``seqlab_graded``): a task that dies before its record is written leaves a
-submission that the next attempt, or the next run, grades again from the start (``--force``: the
-half-written autograded folder is removed, nbgrader's grade rows are overwritten).
+those that join later too. A task grades in its worker's grading process (the standard library's process
+pool, :class:`seqlab.grading.autograde.GradingProcesses`) exactly as ``nbgrader autograde EXERCISE
+--student ID --force`` would in the course folder (the course's nbgrader_config.py, every kernel in its
+sandbox), and writes the grades to the gradebook that ``c.CourseDirectory.db_url`` names; then the task
+writes the record of what it graded (the table ``seqlab_graded``): a task that dies before its record is
+written leaves a submission that the next attempt, or the next run, grades again from the start
+(``--force``: the half-written autograded folder is removed, nbgrader's grade rows are overwritten). A
+grading runs under a time limit (``--timeout``, or the course's limit for a notebook and nbgrader's own
+time), and its process stops it there, kernels and all: the submission fails, and is not retried.
 
 Before a worker grades anything it checks, once:
 
@@ -16,13 +19,16 @@ Before a worker grades anything it checks, once:
    worker sees). A worker that sees another course grades nothing: each task it is given comes back
    *refused*, with the difference, and the command sends it to another worker.
 2. for each exercise it is given, that grading works here: it grades the untouched release (0 points)
-   and the solution (full marks) in a throwaway course (:func:`seqlab.grading.autograde.grade`). A worker
-   whose environment is broken (its kernels cannot import seqlab, say) refuses all further work and says
-   why, so that no student's score is ever its zero.
+   and the solution (full marks) in a throwaway course (:func:`self_check`). A worker whose environment
+   is broken (its kernels cannot import seqlab, say) refuses all further work and says why, so that no
+   student's score is ever its zero. Workers of one run in one environment (:func:`environment_digest`:
+   the machine, the Python, the environment variables) share the verdict, which the first of them to
+   need it works out while the others wait (a lock and the scheduler's metadata).
 
 A grading in which a locked cell of the course (setup, imports: cells the student cannot change) raises
-is not a score either: the task raises :class:`BrokenGrading`, Dask retries it (``retries=``), and the
-worker checks itself again before its next grading.
+is not a score, nor is one whose grading process died: the task raises :class:`BrokenGrading`, Dask
+retries it (``retries=``), and after a broken cell the worker checks itself again, alone, before its
+next grading.
 """
 
 from __future__ import annotations
@@ -51,7 +57,7 @@ from seqlab.grading.autograde import Refused
 from seqlab.grading.nbgrader_plugins import SafeAutograde
 
 __all__ = ["GRADED_TABLE", "PLUGIN", "BrokenGrading", "GradingWorker", "Records", "autograde", "course_fingerprint"]
-__all__ += ["grade_submission"]
+__all__ += ["DAEMONIC", "environment_digest", "grade_submission", "self_check"]
 
 PLUGIN = "seqlab-grade-class"  # the worker plugin's name on every worker
 GRADED_TABLE = "seqlab_graded"
@@ -89,57 +95,101 @@ def differences(root: str, expected: dict, source: str, release: str) -> str | N
 
 class GradingWorker(WorkerPlugin):
     """The worker plugin (``distributed.WorkerPlugin``'s protocol: ``setup``/``teardown``) that holds what
-    a worker keeps between its tasks: its verdict on the course and on its own environment, and nbgrader's
-    autograde application, loaded once."""
+    a worker keeps between its tasks: its verdict on the course and on its own environment, and its
+    grading process (:class:`seqlab.grading.autograde.GradingProcesses`, one: a worker grades one
+    submission at a time)."""
 
     name = PLUGIN
 
-    def __init__(self, root: str, nbgrader_args: list, fingerprint: dict, source: str, release: str):
+    def __init__(self, root: str, nbgrader_args: list, fingerprint: dict, source: str, release: str, run: str):
         self.root, self.nbgrader_args, self.fingerprint = root, list(nbgrader_args), fingerprint
-        self.source, self.release = source, release
+        self.source, self.release, self.run = source, release, run
 
     def setup(self, worker=None):
+        import multiprocessing
+
         self.worker = worker
-        # nbgrader runs `alembic` as a program: this environment's bin/ first on PATH
+        # nbgrader runs `alembic` as a program: this environment's bin/ first on PATH (the grading process
+        # inherits it)
         bin_dir = str(Path(sys.executable).parent)
         if bin_dir not in os.environ.get("PATH", "").split(os.pathsep):
             os.environ["PATH"] = bin_dir + os.pathsep + os.environ.get("PATH", "")
         self.refusal = differences(self.root, self.fingerprint, self.source, self.release)
-        self.checked = set()  # the exercises whose release and solution this worker graded as they must be
-        self.app = None  # nbgrader's AutogradeApp in the course, made at the first grading
-        # One grading at a time, whatever the worker's threads: autograde works in the process's working folder.
-        self.one_at_a_time = threading.Lock()
+        if self.refusal is None and multiprocessing.current_process().daemon:
+            self.refusal = DAEMONIC
+        self.checked = set()  # the exercises whose release and solution grade here as they must
+        self.shared = True  # whether this worker may take the verdict of a worker in the same environment
+        self.environment = environment_digest()
+        self.lock = threading.Lock()
+        self.processes = one_notebook.GradingProcesses(1)
+        config = one_notebook._course_config(Path(self.root)) if self.refusal is None else None
+        # a grading's time limit, unless --timeout sets one: the course's for a notebook, and nbgrader's own time
+        self.limit = (one_notebook._course_total(config) if config else one_notebook.DEFAULT_TOTAL) + (
+            one_notebook.NBGRADER_SECONDS
+        )
 
     def teardown(self, worker=None):  # noqa: ARG002 (the plugin protocol's signature)
-        self.app = None
-
-    def autograde_app(self):
-        if self.app is None:
-            self.app = _app(Path(self.root), self.nbgrader_args)
-            # nbgrader's log goes to each submission's reply (autograde), not to the worker's terminal
-            self.app.log.handlers = []
-            self.app.log.propagate = False
-        return self.app
+        self.processes.stop()
 
     def refuses(self, exercise: str) -> str | None:
         """Why this worker grades nothing, or ``None``: it sees the course, and its environment grades
-        ``exercise``'s release and solution as they must be graded (checked once per exercise)."""
-        if self.refusal is None and exercise not in self.checked:
-            self.refusal = self_check(Path(self.root), exercise, self.source, self.release)
-            if self.refusal is None:
-                self.checked.add(exercise)
-        return self.refusal
+        ``exercise``'s release and solution as they must be graded (checked once per exercise, and once
+        per run for the workers of one environment on one machine, which share the verdict)."""
+        with self.lock:
+            if self.refusal is None and exercise not in self.checked:
+                self.refusal = self._check(exercise)
+                if self.refusal is None:
+                    self.checked.add(exercise)
+            return self.refusal
+
+    def _check(self, exercise: str) -> str | None:
+        def check():
+            return self_check(Path(self.root), exercise, self.source, self.release, self.processes)
+
+        if not self.shared:
+            return check()
+        from distributed import Lock, get_client
+
+        # The workers of this run in this environment (one machine, one Python, the same variables) check
+        # each exercise once, one of them: under a lock, the verdict kept on the scheduler for the others.
+        client = get_client()
+        name = f"seqlab-self-check-{self.run}-{self.environment}-{exercise}"
+        with Lock(name, client=client):
+            verdict = client.get_metadata([name], default=None)
+            if verdict is None:
+                verdict = {"refusal": check(), "worker": self.worker.address}
+                client.set_metadata([name], verdict)
+        return verdict["refusal"]
 
     def distrust(self) -> None:
-        """A grading broke on the course's own cells: check the environment again before the next one."""
-        self.checked.clear()
+        """A grading broke on the course's own cells: this worker checks its environment again, itself,
+        before its next grading."""
+        with self.lock:
+            self.checked.clear()
+            self.shared = False
 
 
-def self_check(root: Path, exercise: str, source: str, release: str) -> str | None:
+DAEMONIC = (
+    "it is a daemonic process (Dask's default for a worker started by a nanny), which cannot start the "
+    "grading processes: start its workers with the setting distributed.worker.daemon false (the "
+    "environment variable DASK_DISTRIBUTED__WORKER__DAEMON=False; the README says how for each launcher)"
+)
+
+
+def environment_digest() -> str:
+    """SHA-256 of what decides how this worker grades: its machine, its Python and its environment
+    variables (the kernels' among them). Workers with the same digest share their self-check."""
+    import socket
+
+    seen = [socket.gethostname(), sys.executable, sys.prefix, sorted(os.environ.items())]
+    return hashlib.sha256(repr(seen).encode()).hexdigest()[:16]
+
+
+def self_check(root: Path, exercise: str, source: str, release: str, processes) -> str | None:
     """Grade ``exercise``'s untouched release (it must score 0) and its solution (full marks) in a
-    throwaway course; ``None``, or why this worker's grading cannot be trusted."""
+    throwaway course, in ``processes``; ``None``, or why this worker's grading cannot be trusted."""
     expected = {"release": 0.0, "solution": None}  # None: full marks
-    with tempfile.TemporaryDirectory(prefix="seqlab-self-check-") as tmp, one_notebook.reusing_processes():
+    with tempfile.TemporaryDirectory(prefix="seqlab-self-check-") as tmp:
         for kind, folder in [("release", release), ("solution", source)]:
             original = root / folder / exercise / f"{exercise}.ipynb"
             if not original.is_file():
@@ -148,7 +198,7 @@ def self_check(root: Path, exercise: str, source: str, release: str) -> str | No
             copy.parent.mkdir()
             shutil.copyfile(original, copy)
             try:
-                report = one_notebook.grade(copy, course=root)
+                report = one_notebook.grade(copy, course=root, processes=processes)
             except (Refused, one_notebook.GradingFailed) as failure:
                 return f"its self-check could not grade the {kind} of {exercise}: {first_lines(str(failure))}"
             want = report.possible if expected[kind] is None else expected[kind]
@@ -190,32 +240,32 @@ def grade_submission(job: dict) -> dict:
     ``job``: ``exercise``, ``student``, ``digests`` (the submission's and the exercise's SHA-256, recorded
     once graded), ``db_url``, ``course_id``, ``timeout`` (seconds, or None). Returns ``{"refused": why}``
     when this worker grades nothing, else ``{"success", "log", "error", "score", "max_score", "seconds",
-    "worker"}``. Raises :class:`BrokenGrading` when the course's own cells raised (Dask retries it)."""
+    "worker"}`` (and ``"late"`` for a grading stopped at its time limit). Raises :class:`BrokenGrading`
+    when the course's own cells raised, or the grading process died (Dask retries it)."""
     worker = get_worker()
     plugin = worker.plugins[PLUGIN]
-    with plugin.one_at_a_time:
-        return _grade(job, worker, plugin)
-
-
-def _grade(job: dict, worker, plugin: GradingWorker) -> dict:
     exercise, student = job["exercise"], job["student"]
     why = plugin.refuses(exercise)
     if why is not None:
         return {"refused": why, "worker": worker.address}
     started = time.monotonic()
-    app = plugin.autograde_app()
-    autograded = Path(app.coursedir.format_path(app.coursedir.autograded_directory, student, exercise))
+    autograded = Path(job["autograded"])
+    limit = job.get("timeout") or plugin.limit
     records = Records(job["db_url"], job["course_id"])
     try:
         records.forget(exercise, student)  # until it is graded again
         shutil.rmtree(autograded, ignore_errors=True)  # what a grading cut short left
-        before = os.getcwd()
-        os.chdir(plugin.root)  # nbgrader reads the course from the working folder (one task at a time)
         try:
-            reply = autograde(app, exercise, student)
-        finally:
-            os.chdir(before)
-        reply.update(worker=worker.address, seconds=time.monotonic() - started)
+            reply = plugin.processes.run(limit, autograde, plugin.root, plugin.nbgrader_args, exercise, student)
+        except one_notebook.GradingFailed as failure:
+            shutil.rmtree(autograded, ignore_errors=True)
+            raise BrokenGrading(f"grading {exercise} of {student} on {worker.address}: {failure}") from None
+        seconds = time.monotonic() - started
+        if reply == one_notebook.LATE:
+            shutil.rmtree(autograded, ignore_errors=True)
+            late = f"took longer than {limit:g} s and was stopped"
+            return {"success": False, "late": late, "worker": worker.address, "seconds": seconds}
+        reply.update(worker=worker.address, seconds=seconds)
         notebooks = sorted(glob.glob(os.path.join(glob.escape(str(autograded)), "*.ipynb")))
         broken = [b for nb in notebooks for b in broken_course_cells(Path(nb))] if reply["success"] else []
         if broken:
@@ -225,11 +275,6 @@ def _grade(job: dict, worker, plugin: GradingWorker) -> dict:
                 f"a locked cell of {exercise} raised on {worker.address} (the environment, not the student): "
                 + "; ".join(broken)
             )
-        timeout = job.get("timeout")
-        if timeout and reply["seconds"] > timeout:
-            shutil.rmtree(autograded, ignore_errors=True)
-            reply.update(success=False, late=f"took longer than {timeout:g} s")
-            return reply
         if reply["success"]:
             reply["score"], reply["max_score"] = scores(job["db_url"], job["course_id"], exercise, student)
             if reply["score"] is not None and autograded.is_dir():
@@ -258,7 +303,7 @@ def _working_folder(path: Path):
         os.chdir(before)
 
 
-def _app(root: Path, nbgrader_args):
+def nbgrader_autograde_app(root: Path, nbgrader_args):
     """nbgrader's autograde application, configured as ``nbgrader autograde`` would be in ``root``."""
     from nbgrader.apps.autogradeapp import AutogradeApp
 
@@ -273,11 +318,15 @@ def _app(root: Path, nbgrader_args):
     return app
 
 
-def autograde(app, exercise: str, student: str) -> dict:
-    """nbgrader's autograde of one submission, forced, as ``nbgrader autograde EXERCISE --student ID
-    --force`` runs it: ``{"success": bool, "log": nbgrader's log, "error": a traceback or ""}``."""
+def autograde(root: str, nbgrader_args: list, exercise: str, student: str) -> dict:
+    """In a grading process: nbgrader's autograde of one submission, forced, as ``nbgrader autograde
+    EXERCISE --student ID --force`` runs it in the course folder ``root``: ``{"success": bool, "log":
+    nbgrader's log, "error": a traceback or ""}``."""
     from nbgrader.converters.base import NbGraderException
 
+    app = nbgrader_autograde_app(Path(root), nbgrader_args)
+    app.log.handlers = []  # nbgrader's log goes to the reply, not to the worker's terminal
+    app.log.propagate = False
     coursedir = app.coursedir
     coursedir.assignment_id, coursedir.student_id = glob.escape(exercise), glob.escape(student)
     buffer = io.StringIO()
@@ -286,9 +335,10 @@ def autograde(app, exercise: str, student: str) -> dict:
     app.log.addHandler(handler)
     success, error = False, ""
     try:
-        converter = SafeAutograde(coursedir=coursedir, parent=app)
-        converter.force = True
-        converter.start()
+        with _working_folder(Path(root)):  # nbgrader reads the course from the working folder
+            converter = SafeAutograde(coursedir=coursedir, parent=app)
+            converter.force = True
+            converter.start()
         success = True
     except NbGraderException:  # nbgrader has logged why
         pass
@@ -296,9 +346,8 @@ def autograde(app, exercise: str, student: str) -> dict:
         error = traceback.format_exc()
     finally:
         app.log.removeHandler(handler)
-        coursedir.assignment_id, coursedir.student_id = "", "*"
         # nbgrader's preprocessors open gradebooks they never close: free their connections now, not at
-        # the garbage collector's leisure, so that a worker's hundredth submission holds as few as its first
+        # the garbage collector's leisure, so that a process's hundredth submission holds as few as its first
         gc.collect()
     return {"success": success, "log": buffer.getvalue(), "error": error}
 
