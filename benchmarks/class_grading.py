@@ -209,19 +209,45 @@ def _replay(db_url: str, exercise: str, prefix: str, seconds: float) -> int:
     return done
 
 
-def gradebook_rate(server: str, database: str, exercise: str, seconds: float, processes: int = 4) -> float:
-    """Gradings a second that ``processes`` writers store in a copy of ``database`` (see the docstring)."""
+def server_cpu(server: str) -> float:
+    """CPU seconds (user + system) that the PostgreSQL server at ``server`` has used: its postmaster's own
+    and its ended backends' (the children it has reaped), and those of its backends alive now."""
+    port = server.rsplit(":", 1)[1]
+    ticks = os.sysconf("SC_CLK_TCK")
+    stats = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            cmdline = (stat.parent / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        stats[int(stat.parent.name)] = (int(fields[1]), [int(f) for f in fields[11:15]], cmdline)
+    (postmaster,) = [
+        pid for pid, (_, _, cmd) in stats.items() if cmd and cmd[0].endswith(b"postgres") and port.encode() in cmd
+    ]
+    user, system, children_user, children_system = stats[postmaster][1]
+    total = user + system + children_user + children_system
+    total += sum(t[0] + t[1] for ppid, t, _ in stats.values() if ppid == postmaster)
+    return total / ticks
+
+
+def gradebook_rate(server: str, database: str, exercise: str, seconds: float, processes: int = 4) -> dict:
+    """``processes`` writers store gradings in a copy of ``database`` for ``seconds`` (see the docstring):
+    ``{"per_second": gradings stored a second, "server_cpu": the server's CPU seconds a grading}``."""
     from concurrent.futures import ProcessPoolExecutor
 
     copy = f"{database}_replay"
     query(server, f"CREATE DATABASE {copy} TEMPLATE {database}")
     with ProcessPoolExecutor(processes) as pool:
+        before = server_cpu(server)
         start = time.perf_counter()
         counts = list(
             pool.map(_replay, *zip(*[(f"{server}/{copy}", exercise, f"w{i}", seconds) for i in range(processes)]))
         )
         wall = time.perf_counter() - start
-    return sum(counts) / wall
+        cpu = server_cpu(server) - before
+    stored = sum(counts)
+    return {"per_second": stored / wall, "server_cpu": cpu / max(stored, 1), "writers": processes}
 
 
 def main(argv=None) -> None:
@@ -269,14 +295,14 @@ def main(argv=None) -> None:
                         scores[name, student] = graded
                 runs[jobs].append({"report": report, "expected": expected, "scores": scores})
         exercise = submissions[0][1]  # a grading of one exercise's notebook, replayed
-        rate = gradebook_rate(server, f"class_0_{args.jobs[0]}", exercise, 2 if args.quick else args.replay_seconds)
-    text = markdown(submissions, runs, load, args.quick, rate)
+        replay = gradebook_rate(server, f"class_0_{args.jobs[0]}", exercise, 2 if args.quick else args.replay_seconds)
+    text = markdown(submissions, runs, load, args.quick, replay)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"class_grading{'_quick' if args.quick else ''}.md").write_text(text)
     print("\n" + text)
 
 
-def markdown(submissions: list, runs: dict, load: float, quick: bool, rate: float) -> str:
+def markdown(submissions: list, runs: dict, load: float, quick: bool, replay: dict) -> str:
     """``runs``: ``{workers: [run of each round]}``."""
     sandbox = "unsandboxed (no bubblewrap here)" if SANDBOX_MISSING else "every kernel in bubblewrap"
     threads = os.environ.get("OMP_NUM_THREADS") or "unset (grade-class gives each worker cores / workers)"
@@ -318,8 +344,10 @@ def markdown(submissions: list, runs: dict, load: float, quick: bool, rate: floa
         "",
         f"The gradebook (PostgreSQL on this machine, fsync off as in the tests): a grading committed {commits:.0f} "
         f"transactions and wrote {rows:.0f} rows (pg_stat_database, the class's runs over the submissions they "
-        f"graded); replaying a grading's writes (the submission with every grade set, then its record), 4 "
-        f"processes at once, it stored {rate:.1f} gradings a second.",
+        f"graded). Replaying a grading's writes (the submission with every grade set, then its record), "
+        f"{replay['writers']} processes at once, it stored {replay['per_second']:.1f} gradings a second, the server "
+        f"spending {replay['server_cpu'] * 1000:.1f} ms of CPU on each (its processes' user and system time): "
+        f"one core of this server stores at most {1 / max(replay['server_cpu'], 1e-9):.0f} gradings a second.",
     ]
     lines += ["", "By kind of submission: scores as expected (all rounds):", ""]
     header = "| kind | category | submissions | expected | " + " | ".join(f"{j} worker(s)" for j in runs) + " |"

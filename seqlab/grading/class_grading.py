@@ -44,6 +44,7 @@ from __future__ import annotations
 import glob
 import hashlib
 import json
+import logging
 import os
 import re
 import shutil
@@ -239,6 +240,8 @@ class ClassGrading:
         self.lost = None  # why the cluster was lost (the scheduler, every worker), when it was
         self.refused = {}  # {worker address: why it grades nothing}
         self.workers = jobs  # how many workers graded (a running cluster's, counted when the run starts)
+        self.plugin = f"{PLUGIN}-{uuid.uuid4().hex[:12]}"  # this run's worker plugin
+        self.allowed = {}  # {future: the workers it may run on} for a job given back by a refusing worker
 
     # -- planning ------------------------------------------------------------------------------------
 
@@ -365,8 +368,17 @@ class ClassGrading:
         # local cluster's nannies start their workers as ordinary processes.
         dask.config.set({"distributed.scheduler.worker-saturation": 1.0, "distributed.worker.daemon": False})
         if self.scheduler is not None:
-            client = Client(self.scheduler, timeout=LOST_AFTER)
-            client.wait_for_workers(1, timeout=LOST_AFTER * 10)
+            try:
+                client = Client(self.scheduler, timeout=LOST_AFTER)
+            except OSError as error:  # no scheduler there (distributed raises OSError subclasses)
+                raise Refused(f"no Dask scheduler answers at {self.scheduler}: {error}") from None
+            try:
+                client.wait_for_workers(1, timeout=LOST_AFTER * 10)
+            except TimeoutError:
+                client.close()
+                raise Refused(
+                    f"the Dask scheduler at {self.scheduler} has had no worker for {LOST_AFTER * 10} s"
+                ) from None
             return client, None
         cluster = LocalCluster(
             n_workers=wanted,
@@ -381,10 +393,18 @@ class ClassGrading:
         coursedir = self.course.coursedir
         source, release = coursedir.source_directory, coursedir.release_directory
         fingerprint = course_fingerprint(self.course.root, source, release)
+        course = self.course
         plugin = GradingWorker(
-            str(self.course.root), self.course.nbgrader_args, fingerprint, source, release, run=uuid.uuid4().hex
+            self.plugin,
+            str(course.root),
+            course.nbgrader_args,
+            fingerprint,
+            source,
+            release,
+            course.db_url,
+            course.course_id,
         )
-        client.register_plugin(plugin, name=PLUGIN)
+        client.register_plugin(plugin, name=self.plugin)
 
     def _submit(self, client, job, workers=None):
         submission = job[0]
@@ -395,12 +415,16 @@ class ClassGrading:
             "db_url": self.course.db_url,
             "course_id": self.course.course_id,
             "timeout": self.timeout,
+            "plugin": self.plugin,
             "autograded": str(
                 self.course.folder(self.course.coursedir.autograded_directory, submission.student, submission.exercise)
             ),
         }
         key = f"grade-{submission.exercise}-{submission.student}-{uuid.uuid4().hex[:8]}"
-        return client.submit(grade_submission, task, key=key, pure=False, retries=RETRIES, workers=workers)
+        future = client.submit(grade_submission, task, key=key, pure=False, retries=RETRIES, workers=workers)
+        if workers is not None:
+            self.allowed[future] = set(workers)
+        return future
 
     def run(self) -> None:
         """Grade what :meth:`plan` queued, one Dask task per submission. On Ctrl-C (KeyboardInterrupt, or
@@ -415,6 +439,9 @@ class ClassGrading:
         started = time.monotonic()
         wanted = min(self.jobs, total)
         client = cluster = bar = None
+        # distributed logs its failed reconnections with tracebacks: the run's own lines say what was lost
+        client_log = logging.getLogger("distributed.client")
+        level, client_log.level = client_log.level, logging.CRITICAL
         futures = {}  # {future: (submission, why, digests)}
         try:
             client, cluster = self._connect(wanted)
@@ -455,11 +482,14 @@ class ClassGrading:
             if bar is not None:
                 bar.close()
             self._close(client, cluster)
+            client_log.setLevel(level)
             self.seconds = time.monotonic() - started
 
     def _collect(self, client, futures: dict, total: int, bar, started: float) -> None:
         """Wait for the futures and finish each submission as its future does; resubmit what a refusing
-        worker gave back; end the run when the scheduler or every worker is gone for ``LOST_AFTER`` s."""
+        worker gave back, what the scheduler cancelled (its connection to the client lost for a moment), and
+        what waits for workers that are all gone; end the run when the scheduler or every worker is gone
+        for ``LOST_AFTER`` s."""
         done = 0
         alone_since = None  # since when there has been no scheduler, or no worker
         checked = 0.0
@@ -467,9 +497,13 @@ class ClassGrading:
             finished = [f for f in futures if f.done()]
             for future in finished:
                 job = futures.pop(future)
+                self.allowed.pop(future, None)
                 reply = _reply(future)
-                if reply is None:  # cancelled under us: the scheduler forgot it
-                    futures[future] = job
+                if reply is None:  # cancelled by the scheduler: submitted again once it answers
+                    if client.status == "running":
+                        futures[self._submit(client, job)] = job
+                    else:
+                        futures[future] = job
                     continue
                 if "refused" in reply:
                     resubmitted = self._refused(client, job, reply)
@@ -490,8 +524,22 @@ class ClassGrading:
                     self.progress(f"\n{why}: the run ends with what was graded (the next run grades the rest)")
                     self._stop(client, None, futures, "lost")
                     return
-            if not finished:
-                time.sleep(0.2)
+                if why is None:
+                    self._unstrand(client, futures)
+            time.sleep(0.2)
+
+    def _unstrand(self, client, futures: dict) -> None:
+        """A job given back by a refusing worker may run only on the others: when they are all gone, it goes
+        to the workers there are now that have not refused (or, with none, waits for the run's end)."""
+        present = set(client.scheduler_info()["workers"])
+        for future, allowed in list(self.allowed.items()):
+            if future in futures and not future.done() and not allowed & present:
+                others = sorted(present - set(self.refused))
+                if others:
+                    job = futures.pop(future)
+                    self.allowed.pop(future)
+                    future.cancel()
+                    futures[self._submit(client, job, workers=others)] = job
 
     def _tally(self, left: int, started: float) -> str:
         counts = self.counts()
@@ -512,22 +560,21 @@ class ClassGrading:
         return self._submit(client, job, workers=others)
 
     def _stop(self, client, cluster, futures: dict, status: str) -> None:
-        """Cancel the futures; stop the gradings under way (the local cluster closed, or a running cluster's
-        busy workers restarted); each submission then is graded (its record was written in time), or
-        ``status`` with its half-written autograded folder removed."""
-        busy = set()
+        """Cancel the futures; stop the gradings under way (the local cluster closed; on a running cluster,
+        the workers drop this run's plugin, which stops their grading processes); each submission then is
+        graded (its record was written in time), or ``status``, with its half-written autograded folder
+        removed where its worker is gone (on a running cluster the next attempt removes it)."""
         if status != "lost":  # else there is no scheduler to ask, nor to cancel with
             try:
-                busy = {w for w, keys in client.processing().items() if keys}
                 client.cancel(list(futures))
             except Exception:  # the scheduler went meanwhile
                 pass
         if cluster is not None:
             cluster.close(timeout=STOP_GRACE)
-        elif busy and status == "interrupted":
+        elif status == "interrupted":
             try:
-                client.restart_workers(list(busy), timeout=STOP_GRACE, raise_for_error=False)
-            except Exception:  # workers without a nanny: they finish what they grade, and record it
+                client.unregister_worker_plugin(self.plugin)
+            except Exception:  # the scheduler went meanwhile
                 pass
         recorded = self._records()
         for submission, _, digests in futures.values():
@@ -537,7 +584,7 @@ class ClassGrading:
                 self._read_scores([outcome])
                 continue
             outcome.status = status
-            if status != "lost" or cluster is not None:
+            if cluster is not None:  # its workers are gone: what they half wrote goes
                 autograded = self.course.folder(
                     self.course.coursedir.autograded_directory, submission.student, submission.exercise
                 )
@@ -558,6 +605,11 @@ class ClassGrading:
             records.close()
 
     def _close(self, client, cluster) -> None:
+        if client is not None and cluster is None:  # a running cluster: its workers drop this run's plugin
+            try:  # (and end its grading processes)
+                client.unregister_worker_plugin(self.plugin)
+            except Exception:  # the scheduler is gone, or the plugin never got there
+                pass
         for thing in (client, cluster):
             if thing is not None:
                 try:

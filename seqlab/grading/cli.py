@@ -29,7 +29,7 @@ except ImportError as error:  # the instructor's: a copy without it (the student
     # (without the "grading" extra, nbgrader and nbformat are missing: the commands say what to install)
     if error.name not in ("seqlab.grading", "seqlab.grading.class_grading", "nbformat", "nbgrader", "distributed"):
         raise  # there, but it cannot import
-    class_grading = None
+    class_grading, CLASS_GRADING_MISSING = None, error.name
 
 GRADE_HELP = """\
 Grade an exercise notebook where it is, as the instructor's autograder would: nbgrader runs the
@@ -310,7 +310,16 @@ def grade_class_command(args) -> int:
         )
         return 2
     if class_grading is None:
-        print("seqlab grade-class: this copy of the course has no class grading (the instructor's)", file=sys.stderr)
+        if CLASS_GRADING_MISSING == "distributed":
+            print(
+                "seqlab grade-class grades on Dask, which this environment lacks: install the course environment "
+                "(make env) or pip install 'seqlab[class-grading]'",
+                file=sys.stderr,
+            )
+        else:
+            print(
+                "seqlab grade-class: this copy of the course has no class grading (the instructor's)", file=sys.stderr
+            )
         return 2
     # SIGTERM is handled as Ctrl-C: the workers are stopped, the table printed.
     main_thread = threading.current_thread() is threading.main_thread()
@@ -337,10 +346,13 @@ def grade_class_command(args) -> int:
             how = "stopped (SIGTERM)" if isinstance(stop, autograde.Stopped) else "interrupted"
             print(f"\nseqlab grade-class: {how} before grading began: nothing was graded", file=sys.stderr)
             return 143 if isinstance(stop, autograde.Stopped) else 130
+        refused = None
         try:
             run.run()
         except KeyboardInterrupt:
             pass  # the workers are stopped; run.stopped says how
+        except autograde.Refused as refusal:  # the cluster cannot grade this class (no scheduler, sqlite, ...)
+            refused = refusal
         finally:
             print("\n" + class_grading.format_summary(run, verbose=args.verbose), flush=True)
             if args.json is not None:
@@ -348,6 +360,9 @@ def grade_class_command(args) -> int:
     finally:
         if main_thread:
             signal.signal(signal.SIGTERM, previous)
+    if refused is not None:
+        print(f"seqlab grade-class: refused: {refused}", file=sys.stderr)
+        return 2
     if run.stopped:
         print(f"seqlab grade-class: {run.stopped}", file=sys.stderr)
         return 143 if run.stopped.startswith("stopped") else 130

@@ -21,9 +21,10 @@ Before a worker grades anything it checks, once:
 2. for each exercise it is given, that grading works here: it grades the untouched release (0 points)
    and the solution (full marks) in a throwaway course (:func:`self_check`). A worker whose environment
    is broken (its kernels cannot import seqlab, say) refuses all further work and says why, so that no
-   student's score is ever its zero. Workers of one run in one environment (:func:`environment_digest`:
-   the machine, the Python, the environment variables) share the verdict, which the first of them to
-   need it works out while the others wait (a lock and the scheduler's metadata).
+   student's score is ever its zero. A check that passed is kept in the gradebook (``seqlab_self_checks``)
+   for the worker's environment (:func:`environment_digest`: the machine, the Python, the environment
+   variables, the installed software) and the exercise as the course has it: a worker of the same
+   environment, in this run or a later one, does not check it again.
 
 A grading in which a locked cell of the course (setup, imports: cells the student cannot change) raises
 is not a score, nor is one whose grading process died: the task raises :class:`BrokenGrading`, Dask
@@ -39,6 +40,7 @@ import hashlib
 import io
 import logging
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -53,14 +55,17 @@ from distributed import get_worker
 from distributed.diagnostics.plugin import WorkerPlugin
 
 from seqlab.grading import autograde as one_notebook
+from seqlab.grading import sandbox
 from seqlab.grading.autograde import Refused
 from seqlab.grading.nbgrader_plugins import SafeAutograde
 
-__all__ = ["GRADED_TABLE", "PLUGIN", "BrokenGrading", "GradingWorker", "Records", "autograde", "course_fingerprint"]
+__all__ = ["GRADED_TABLE", "PLUGIN", "SELF_CHECKS_TABLE", "BrokenGrading", "GradingWorker", "Records", "SelfChecks"]
+__all__ += ["autograde", "course_fingerprint", "exercise_digest"]
 __all__ += ["DAEMONIC", "environment_digest", "grade_submission", "self_check"]
 
 PLUGIN = "seqlab-grade-class"  # the worker plugin's name on every worker
 GRADED_TABLE = "seqlab_graded"
+SELF_CHECKS_TABLE = "seqlab_self_checks"
 
 
 class BrokenGrading(Exception):
@@ -99,42 +104,65 @@ class GradingWorker(WorkerPlugin):
     grading process (:class:`seqlab.grading.autograde.GradingProcesses`, one: a worker grades one
     submission at a time)."""
 
-    name = PLUGIN
-
-    def __init__(self, root: str, nbgrader_args: list, fingerprint: dict, source: str, release: str, run: str):
+    def __init__(
+        self,
+        name: str,
+        root: str,
+        nbgrader_args: list,
+        fingerprint: dict,
+        source: str,
+        release: str,
+        db_url: str,
+        course_id: str,
+    ):
+        self.name = name  # the run's own (PLUGIN and a run id): a run never replaces another run's plugin
         self.root, self.nbgrader_args, self.fingerprint = root, list(nbgrader_args), fingerprint
-        self.source, self.release, self.run = source, release, run
+        self.source, self.release, self.db_url, self.course_id = source, release, db_url, course_id
 
     def setup(self, worker=None):
+        self.worker = worker
+        self.checked = set()  # the exercises whose release and solution grade here as they must
+        self.shared = True  # whether this worker may take the verdict of a worker in the same environment
+        self.lock = threading.Lock()
+        self.processes = one_notebook.GradingProcesses(1)
+        self.limit = one_notebook.DEFAULT_TOTAL + one_notebook.NBGRADER_SECONDS
+        try:
+            self.refusal = self._refusal()
+        except Exception as error:  # whatever stops the checks: this worker grades nothing, and says why
+            self.refusal = f"its checks could not run: {type(error).__name__}: {first_lines(str(error))}"
+
+    def _refusal(self) -> str | None:
         import multiprocessing
 
-        self.worker = worker
         # nbgrader runs `alembic` as a program: this environment's bin/ first on PATH (the grading process
         # inherits it)
         bin_dir = str(Path(sys.executable).parent)
         if bin_dir not in os.environ.get("PATH", "").split(os.pathsep):
             os.environ["PATH"] = bin_dir + os.pathsep + os.environ.get("PATH", "")
-        self.refusal = differences(self.root, self.fingerprint, self.source, self.release)
-        if self.refusal is None and multiprocessing.current_process().daemon:
-            self.refusal = DAEMONIC
-        self.checked = set()  # the exercises whose release and solution grade here as they must
-        self.shared = True  # whether this worker may take the verdict of a worker in the same environment
-        self.environment = environment_digest()
-        self.lock = threading.Lock()
-        self.processes = one_notebook.GradingProcesses(1)
-        config = one_notebook._course_config(Path(self.root)) if self.refusal is None else None
+        refusal = differences(self.root, self.fingerprint, self.source, self.release)
+        if refusal is not None:
+            return refusal
+        if multiprocessing.current_process().daemon:
+            return DAEMONIC
+        from traitlets.config.loader import KVArgParseConfigLoader
+
+        config = one_notebook._course_config(Path(self.root))
+        config.merge(KVArgParseConfigLoader(argv=self.nbgrader_args).load_config())  # options after --
+        settings = sandbox.Sandbox(config=config)
+        if settings.enabled and settings.reason_unavailable():  # the class's kernels would not start
+            return f"its kernels cannot run in their sandbox: {settings.reason_unavailable()}"
         # a grading's time limit, unless --timeout sets one: the course's for a notebook, and nbgrader's own time
-        self.limit = (one_notebook._course_total(config) if config else one_notebook.DEFAULT_TOTAL) + (
-            one_notebook.NBGRADER_SECONDS
-        )
+        self.limit = one_notebook._course_total(config) + one_notebook.NBGRADER_SECONDS
+        self.environment = environment_digest()
+        return None
 
     def teardown(self, worker=None):  # noqa: ARG002 (the plugin protocol's signature)
         self.processes.stop()
 
     def refuses(self, exercise: str) -> str | None:
         """Why this worker grades nothing, or ``None``: it sees the course, and its environment grades
-        ``exercise``'s release and solution as they must be graded (checked once per exercise, and once
-        per run for the workers of one environment on one machine, which share the verdict)."""
+        ``exercise``'s release and solution as they must be graded (checked once per exercise; see
+        :meth:`_check` for when a check passed elsewhere counts)."""
         with self.lock:
             if self.refusal is None and exercise not in self.checked:
                 self.refusal = self._check(exercise)
@@ -143,23 +171,27 @@ class GradingWorker(WorkerPlugin):
             return self.refusal
 
     def _check(self, exercise: str) -> str | None:
-        def check():
-            return self_check(Path(self.root), exercise, self.source, self.release, self.processes)
+        """:func:`self_check`, unless a worker of the same environment (:func:`environment_digest`) passed
+        it for this exercise as the course has it now (its release, solution and nbgrader_config.py): the
+        gradebook keeps the checks that passed (the table ``seqlab_self_checks``), and the workers of one
+        environment take turns (a Dask lock), so that a machine checks an exercise once, not once per
+        worker and per run. A check that fails is never kept: the next worker, or run, checks again."""
+        course = exercise_digest(self.fingerprint, exercise, self.source, self.release)
+        checks = SelfChecks(self.db_url, self.course_id)
+        try:
+            if not self.shared:  # after a broken grading: this worker's own check, now
+                return self_check(Path(self.root), exercise, self.source, self.release, self.processes)
+            from distributed import Lock
 
-        if not self.shared:
-            return check()
-        from distributed import Lock, get_client
-
-        # The workers of this run in this environment (one machine, one Python, the same variables) check
-        # each exercise once, one of them: under a lock, the verdict kept on the scheduler for the others.
-        client = get_client()
-        name = f"seqlab-self-check-{self.run}-{self.environment}-{exercise}"
-        with Lock(name, client=client):
-            verdict = client.get_metadata([name], default=None)
-            if verdict is None:
-                verdict = {"refusal": check(), "worker": self.worker.address}
-                client.set_metadata([name], verdict)
-        return verdict["refusal"]
+            with Lock(f"seqlab-self-check-{self.environment}-{course}"):
+                if checks.passed(self.environment, exercise, course):
+                    return None
+                refusal = self_check(Path(self.root), exercise, self.source, self.release, self.processes)
+                if refusal is None:
+                    checks.remember(self.environment, exercise, course, self.worker.address)
+                return refusal
+        finally:
+            checks.close()
 
     def distrust(self) -> None:
         """A grading broke on the course's own cells: this worker checks its environment again, itself,
@@ -176,13 +208,57 @@ DAEMONIC = (
 )
 
 
-def environment_digest() -> str:
-    """SHA-256 of what decides how this worker grades: its machine, its Python and its environment
-    variables (the kernels' among them). Workers with the same digest share their self-check."""
-    import socket
+# The environment variables that decide how a grading runs: the kernels' (the sandbox passes these on),
+# Python's, Jupyter's and the dynamic linker's, and where programs are found. Others (a login's, a
+# batch job's, a worker's) leave the digest alone, so that the workers of one installation share it.
+DECISIVE_ENV = re.compile(r"^(PATH|HOME|VIRTUAL_ENV|CONDA_PREFIX|(PYTHON|JUPYTER|IPYTHON|LD_|NBGRADER|SEQLAB).*)$")
 
-    seen = [socket.gethostname(), sys.executable, sys.prefix, sorted(os.environ.items())]
-    return hashlib.sha256(repr(seen).encode()).hexdigest()[:16]
+
+def environment_digest() -> str:
+    """SHA-256 of what decides how this worker grades: its machine, its Python, the environment variables
+    that matter (``DECISIVE_ENV`` and the sandbox's ``KEEP_ENV``), and the software a grading would use as
+    installed now: the names, sizes and times of the entries of Python's own and site folders (a package
+    installed or removed changes them) and of every file of the seqlab package, the kernel specs, IPython's
+    startup files, and bubblewrap. Workers with the same digest share their self-checks."""
+    import site
+    import socket
+    import sysconfig
+
+    from jupyter_core.paths import jupyter_path
+
+    import seqlab
+
+    seen = [socket.gethostname(), sys.executable, sys.prefix, sys.version]
+    seen.append(sorted((k, v) for k, v in os.environ.items() if DECISIVE_ENV.match(k) or k in sandbox.KEEP_ENV))
+
+    def entries(folder: Path, deep: bool) -> None:
+        seen.append(str(folder))
+        try:
+            for entry in sorted(folder.rglob("*") if deep else folder.iterdir()):
+                if "__pycache__" not in entry.parts:
+                    stat = entry.stat()
+                    seen.append((str(entry.relative_to(folder)), stat.st_size, stat.st_mtime_ns))
+        except OSError as error:
+            seen.append(repr(error))
+
+    installed = {sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"], *site.getsitepackages()}
+    for folder in sorted(installed | {site.getusersitepackages()}):
+        entries(Path(folder), deep=False)
+    entries(Path(seqlab.__file__).parent, deep=True)
+    for folder in jupyter_path("kernels"):
+        entries(Path(folder), deep=True)
+    entries(Path.home() / ".ipython" / "profile_default" / "startup", deep=True)
+    bwrap = shutil.which("bwrap")
+    seen.append((bwrap, Path(bwrap).stat().st_mtime_ns if bwrap else None))
+    return hashlib.sha256(repr(seen).encode()).hexdigest()
+
+
+def exercise_digest(fingerprint: dict, exercise: str, source: str, release: str) -> str:
+    """SHA-256 of what a self-check of ``exercise`` grades with: the course's nbgrader_config.py, the
+    exercise's release and its solution (from :func:`course_fingerprint`'s hashes)."""
+    wanted = ("nbgrader_config.py", f"{release}/{exercise}/", f"{source}/{exercise}/")
+    parts = sorted((path, digest) for path, digest in fingerprint.items() if path.startswith(wanted))
+    return hashlib.sha256(repr(parts).encode()).hexdigest()
 
 
 def self_check(root: Path, exercise: str, source: str, release: str, processes) -> str | None:
@@ -219,14 +295,17 @@ def first_lines(text: str, limit: int = 300) -> str:
 
 
 def broken_course_cells(path: Path) -> list:
-    """``["setup: ModuleNotFoundError: ...", ...]``: the locked cells of the course (not a test, not an
-    answer: setup, imports) that raised in the autograded notebook at ``path``."""
+    """``["setup: ModuleNotFoundError: ...", ...]``: the locked cells of the course that come before the
+    first answer (setup, imports: nothing a student wrote has run yet) and raised in the autograded
+    notebook at ``path``. A locked cell after an answer may fail because of that answer: the student's."""
     import nbformat
 
     broken = []
     for cell in nbformat.read(path, as_version=4).cells:
         meta = cell.metadata.get("nbgrader", {})
-        if cell.cell_type != "code" or not meta.get("locked") or meta.get("grade") or meta.get("solution"):
+        if meta.get("solution") or meta.get("grade"):
+            break
+        if cell.cell_type != "code" or not meta.get("locked"):
             continue
         for output in cell.get("outputs", []):
             if output.get("output_type") == "error":
@@ -243,7 +322,7 @@ def grade_submission(job: dict) -> dict:
     "worker"}`` (and ``"late"`` for a grading stopped at its time limit). Raises :class:`BrokenGrading`
     when the course's own cells raised, or the grading process died (Dask retries it)."""
     worker = get_worker()
-    plugin = worker.plugins[PLUGIN]
+    plugin = worker.plugins[job["plugin"]]
     exercise, student = job["exercise"], job["student"]
     why = plugin.refuses(exercise)
     if why is not None:
@@ -413,6 +492,65 @@ class Records:
         )
         with self.engine.begin() as connection:
             connection.execute(self.table.insert().values(**row))
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+
+class SelfChecks:
+    """The ``seqlab_self_checks`` table: which environment passed the self-check of which exercise, as the
+    course had it (see :meth:`GradingWorker._check`)."""
+
+    def __init__(self, db_url: str, course_id: str):
+        from sqlalchemy import Column, DateTime, MetaData, String, Table, create_engine
+        from sqlalchemy.exc import DatabaseError
+
+        self.engine = create_engine(db_url, future=True)
+        self.table = Table(
+            SELF_CHECKS_TABLE,
+            MetaData(),
+            Column("course_id", String(128), primary_key=True),
+            Column("environment_sha256", String(64), primary_key=True),
+            Column("exercise", String(128), primary_key=True),
+            Column("exercise_sha256", String(64), primary_key=True),
+            Column("worker", String(256)),
+            Column("checked_at", DateTime, nullable=False),
+        )
+        self.course_id = course_id
+        try:
+            self.table.create(self.engine, checkfirst=True)
+        except DatabaseError:  # another worker created it at the same moment
+            self.table.create(self.engine, checkfirst=True)
+
+    def passed(self, environment: str, exercise: str, course: str) -> bool:
+        from sqlalchemy import select
+
+        t = self.table
+        query = select(t.c.worker).where(
+            t.c.course_id == self.course_id,
+            t.c.environment_sha256 == environment,
+            t.c.exercise == exercise,
+            t.c.exercise_sha256 == course,
+        )
+        with self.engine.connect() as connection:
+            return connection.execute(query).first() is not None
+
+    def remember(self, environment: str, exercise: str, course: str, worker: str) -> None:
+        row = dict(
+            course_id=self.course_id,
+            environment_sha256=environment,
+            exercise=exercise,
+            exercise_sha256=course,
+            worker=worker,
+            checked_at=datetime.now(timezone.utc).replace(tzinfo=None),
+        )
+        from sqlalchemy.exc import IntegrityError
+
+        try:
+            with self.engine.begin() as connection:
+                connection.execute(self.table.insert().values(**row))
+        except IntegrityError:  # another worker of this environment passed it at the same moment
+            pass
 
     def close(self) -> None:
         self.engine.dispose()
