@@ -489,8 +489,8 @@ class GradingProcesses:
         except NoAnswer:
             self._discard(pool, kill=True)
             return LATE
-        except BrokenProcessPool:
-            self._discard(pool)
+        except BrokenProcessPool:  # one of its processes died: the others end too, before the caller unwinds
+            self._discard(pool, kill=True)  # (none writes into a folder the caller removes)
             if self._stopped:
                 raise GradingFailed("grading was stopped") from None
             raise GradingFailed("the grading process ended without answering (killed, or it crashed)") from None
@@ -584,12 +584,16 @@ def _end(signum, frame):  # noqa: ARG001 (a signal handler's signature)
 
 
 def _end_without(caller: int) -> None:
-    """In a grading process: once its caller is gone (killed with SIGKILL), end at once. Its sandboxed
-    kernels die with it (bubblewrap's --die-with-parent); what it half wrote, the next attempt removes.
-    Ending at once, rather than unwinding, keeps it from writing anything beside that next attempt."""
+    """In a grading process: once its caller is gone (killed with SIGKILL), end at once, its kernels'
+    sessions closed first (their processes killed, their folders unmounted and removed: see
+    :func:`seqlab.grading.sandbox.close_open_sessions`); what it half wrote, the next attempt removes.
+    Ending at once, rather than unwinding the grading, keeps it from writing beside that next attempt."""
     while os.getppid() == caller:
         time.sleep(0.1)
-    os.kill(os.getpid(), signal.SIGKILL)
+    try:
+        sandbox.close_open_sessions()
+    finally:
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _within(limit: float, function, *args):
@@ -605,6 +609,7 @@ def _within(limit: float, function, *args):
 
     def terminated(signum, frame):  # noqa: ARG001
         stopped.append(True)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once: a second SIGTERM must not cut the clean-up short
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGALRM, time_up), signal.signal(signal.SIGTERM, terminated)

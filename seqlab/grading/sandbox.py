@@ -33,6 +33,7 @@ import sys
 import sysconfig
 import tempfile
 import time
+import weakref
 from pathlib import Path
 
 from jupyter_client.manager import AsyncKernelManager
@@ -390,6 +391,17 @@ class ControlGroup:
 SHORT = 60  # longest path of the folder that holds a session (its sockets' paths stay under 107 bytes)
 
 
+# The sessions of this process not closed yet: a grading process whose caller is killed closes them before
+# it ends (a session's tmpfs stays mounted, and its control group made, past the process that made them).
+_open_sessions = weakref.WeakSet()
+
+
+def close_open_sessions() -> None:
+    """Close every kernel session of this process: their kernels killed, their folders unmounted and removed."""
+    for session in list(_open_sessions):
+        session.close()
+
+
 class KernelSession:
     """The folders of one notebook's kernels, removed when the session closes.
 
@@ -422,6 +434,7 @@ class KernelSession:
         # Memory and processes of all the session's kernels together, where control groups can be made.
         name = os.path.basename(self.root)
         self.cgroup = ControlGroup.create(name, memory_limit, process_limit) if self.user else None
+        _open_sessions.add(self)
 
     def folders(self, name: str) -> tuple:
         """``(runtime, scratch)`` for a kernel ``name``: a new :meth:`runtime` and its :meth:`scratch`."""
@@ -457,6 +470,7 @@ class KernelSession:
         return folder
 
     def close(self) -> None:
+        _open_sessions.discard(self)
         if self.cgroup is not None:
             self.cgroup.remove()
             self.cgroup = None
