@@ -31,12 +31,13 @@ and ``--exercise`` narrow the class; ``--force`` grades what is selected whether
 **Whatever fails, each submission is graded once and recorded once.** A worker killed while it grades
 loses its task to another worker (Dask's own rescheduling: the killed worker's sandboxed kernels die with
 it, and the next attempt removes what it half wrote); a grading whose course cells raised is retried
-(``retries=``); a submission that runs past ``--timeout`` is reported, not retried; a worker that never
-comes back, or a lost scheduler, ends the run with what was graded and what was not (the next run grades
-the rest). A failure of one submission never stops the others. Ctrl-C (or SIGTERM) cancels the futures:
-the local cluster is closed (its workers, their kernels with them) or, on a running cluster, the workers
-that were grading are restarted; what they were grading is reported as interrupted, its half-written
-autograded folder removed, and the next run grades it.
+(``retries=``); a submission that runs past ``--timeout`` is stopped there and reported, not retried; a
+worker that never comes back, or a lost scheduler, ends the run with what was graded and what was not
+(the next run grades the rest). A failure of one submission never stops the others. Ctrl-C (or SIGTERM)
+cancels the futures and stops the gradings under way: the local cluster is closed (its workers, their
+kernels with them), or, on a running cluster, the workers drop this run's plugin (each run registers its
+own), which stops their grading processes; what they were grading is reported as interrupted and graded
+by the next run.
 """
 
 from __future__ import annotations
