@@ -474,8 +474,10 @@ class GradingProcesses:
             try:
                 future = pool[0].submit(_within, limit, function, *args)
                 break
-            except BrokenProcessPool:  # a process of the pool died while it waited: a new pool, once
-                self._discard(pool)
+            except (BrokenProcessPool, RuntimeError):  # a process died while it waited, or another thread shut
+                self._discard(pool)  # the pool down meanwhile: a new pool, once
+                if self._stopped:
+                    raise GradingFailed("not started: grading is being stopped") from None
                 if attempt:
                     raise GradingFailed("the grading processes could not be started") from None
         try:
@@ -531,6 +533,8 @@ class GradingProcesses:
             known = self._pids.setdefault(pool[0], set())
             while not pool[1].empty():
                 known.add(pool[1].get())
+            # and those still starting (not yet said): the pool's own table, which submit fills at once
+            known |= set(getattr(pool[0], "_processes", None) or ())
         return [p for p in multiprocessing.active_children() if p.pid in known]
 
     def pids(self) -> set:
@@ -579,8 +583,8 @@ def _grading_process_starts(caller: int, pids) -> None:
 
 
 def _end(signum, frame):  # noqa: ARG001 (a signal handler's signature)
-    """SIGTERM in an idle grading process: it ends (multiprocessing ends a process quietly on SystemExit)."""
-    raise SystemExit(0)
+    """SIGTERM in an idle grading process: it ends at once (it holds nothing to clean up)."""
+    os._exit(0)
 
 
 def _end_without(caller: int) -> None:
@@ -605,6 +609,7 @@ def _within(limit: float, function, *args):
 
     def time_up(signum, frame):  # noqa: ARG001 (a signal handler's signature)
         ran_out.append(True)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the unwinding that follows is not cut short either
         raise _TimeUp
 
     def terminated(signum, frame):  # noqa: ARG001
@@ -622,9 +627,11 @@ def _within(limit: float, function, *args):
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous[0])
         signal.signal(signal.SIGTERM, previous[1])
+        if stopped or ran_out:  # the signal may have cut a grading's own clean-up short
+            sandbox.close_open_sessions()
         if stopped:
             os._exit(1)
-        if ran_out:  # the alarm may have cut a grading's own clean-up short
+        if ran_out:
             os.chdir("/")
             with open(os.devnull, "wb") as nothing:
                 os.dup2(nothing.fileno(), 1)

@@ -49,7 +49,9 @@ import logging
 import os
 import re
 import shutil
+import signal
 import sys
+import threading
 import time
 import uuid
 from collections import deque
@@ -440,6 +442,7 @@ class ClassGrading:
         started = time.monotonic()
         wanted = min(self.jobs, total)
         client = cluster = bar = None
+        handlers = {}  # the signal handlers set aside while the run is stopped
         # distributed logs its failed reconnections with tracebacks: the run's own lines say what was lost
         client_log = logging.getLogger("distributed.client")
         level, client_log.level = client_log.level, logging.CRITICAL
@@ -463,6 +466,7 @@ class ClassGrading:
             if self.dashboard:
                 self.progress(f"Dask's dashboard: {client.dashboard_link}")
             self._register(client)
+            self._forget_queued()
             for job in self.queue:
                 futures[self._submit(client, job)] = job
                 self.outcomes[job[0].exercise, job[0].student].status = "running"
@@ -470,6 +474,9 @@ class ClassGrading:
             bar = _progress_bar(total, self.bar)
             self._collect(client, futures, total, bar, started)
         except BaseException as stop:
+            if threading.current_thread() is threading.main_thread():  # a second Ctrl-C or SIGTERM must not
+                # cut the clean-up short; the handlers are put back at the end
+                handlers = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGTERM, signal.SIGINT)}
             if isinstance(stop, KeyboardInterrupt):
                 self.stopped = "stopped (SIGTERM)" if isinstance(stop, Stopped) else "interrupted"
                 self.progress(
@@ -484,6 +491,8 @@ class ClassGrading:
                 bar.close()
             self._close(client, cluster)
             client_log.setLevel(level)
+            for sig, handler in handlers.items():
+                signal.signal(sig, handler)
             self.seconds = time.monotonic() - started
 
     def _collect(self, client, futures: dict, total: int, bar, started: float) -> None:
@@ -518,7 +527,7 @@ class ClassGrading:
                     bar.set_postfix_str(self._tally(len(futures), started), refresh=False)
             if time.monotonic() - checked > 2:
                 checked = time.monotonic()
-                why = _alone(client)
+                why = _alone(client, self.refused)
                 alone_since = None if why is None else (alone_since or time.monotonic())
                 if why is not None and time.monotonic() - alone_since > LOST_AFTER:
                     self.lost = why
@@ -594,6 +603,15 @@ class ClassGrading:
             for outcome in self.outcomes.values():
                 if outcome.status == "lost":
                     outcome.reason = self.lost
+
+    def _forget_queued(self) -> None:
+        """The records of what this run grades go now, not when a worker takes each up: a submission the
+        run never got to (interrupted, lost) is not taken for graded by its record of an earlier grading."""
+        records = Records(self.course.db_url, self.course.course_id)
+        try:
+            records.forget_all((submission.exercise, submission.student) for submission, _, _ in self.queue)
+        finally:
+            records.close()
 
     def _records(self) -> dict:
         try:
@@ -686,15 +704,18 @@ def _reply(future) -> dict | None:
     return {"success": False, "error": f"{type(error).__name__}: {error}"}
 
 
-def _alone(client) -> str | None:
-    """Why the run cannot go on (no scheduler, no worker), or ``None``."""
+def _alone(client, refused=()) -> str | None:
+    """Why the run cannot go on (no scheduler, no worker, or only workers that refuse), or ``None``."""
     if client.status != "running":
         return f"the Dask scheduler was lost (the client is {client.status})"
     try:
-        if not client.scheduler_info()["workers"]:
-            return "no Dask worker is left"
+        workers = set(client.scheduler_info()["workers"])
     except Exception as error:
         return f"the Dask scheduler was lost ({type(error).__name__})"
+    if not workers:
+        return "no Dask worker is left"
+    if not workers - set(refused):
+        return "every Dask worker left refuses to grade"
     return None
 
 

@@ -26,10 +26,10 @@ Before a worker grades anything it checks, once:
    variables, the installed software) and the exercise as the course has it: a worker of the same
    environment, in this run or a later one, does not check it again.
 
-A grading in which a locked cell of the course (setup, imports: cells the student cannot change) raises
-is not a score, nor is one whose grading process died: the task raises :class:`BrokenGrading`, Dask
-retries it (``retries=``), and after a broken cell the worker checks itself again, alone, before its
-next grading.
+When a locked cell of the course before the first answer (setup, imports) raises, the worker checks
+itself again at once (:meth:`GradingWorker.recheck`): if it fails, the grading is not a score, the task
+raises :class:`BrokenGrading` for Dask to retry (``retries=``) and the worker refuses the rest; if it
+passes, the submission broke the cell itself, and is scored. A grading whose process died is retried too.
 """
 
 from __future__ import annotations
@@ -122,7 +122,6 @@ class GradingWorker(WorkerPlugin):
     def setup(self, worker=None):
         self.worker = worker
         self.checked = set()  # the exercises whose release and solution grade here as they must
-        self.shared = True  # whether this worker may take the verdict of a worker in the same environment
         self.lock = threading.Lock()
         self.processes = one_notebook.GradingProcesses(1)
         self.limit = one_notebook.DEFAULT_TOTAL + one_notebook.NBGRADER_SECONDS
@@ -176,11 +175,9 @@ class GradingWorker(WorkerPlugin):
         gradebook keeps the checks that passed (the table ``seqlab_self_checks``), and the workers of one
         environment take turns (a Dask lock), so that a machine checks an exercise once, not once per
         worker and per run. A check that fails is never kept: the next worker, or run, checks again."""
-        course = exercise_digest(self.fingerprint, exercise, self.source, self.release)
+        course = exercise_digest(self.fingerprint, exercise, self.source, self.release, self.nbgrader_args)
         checks = SelfChecks(self.db_url, self.course_id)
         try:
-            if not self.shared:  # after a broken grading: this worker's own check, now
-                return self_check(Path(self.root), exercise, self.source, self.release, self.processes)
             from distributed import Lock
 
             with Lock(f"seqlab-self-check-{self.environment}-{course}"):
@@ -193,12 +190,17 @@ class GradingWorker(WorkerPlugin):
         finally:
             checks.close()
 
-    def distrust(self) -> None:
-        """A grading broke on the course's own cells: this worker checks its environment again, itself,
-        before its next grading."""
+    def recheck(self, exercise: str) -> str | None:
+        """A grading broke on the course's own cells: this worker's own check of ``exercise``, now (no
+        verdict of another worker's, no kept one). ``None`` when it passes (the submission broke them); else
+        why, and this worker grades nothing more."""
         with self.lock:
-            self.checked.clear()
-            self.shared = False
+            self.checked.discard(exercise)
+            if self.refusal is None:
+                self.refusal = self_check(Path(self.root), exercise, self.source, self.release, self.processes)
+            if self.refusal is None:
+                self.checked.add(exercise)
+            return self.refusal
 
 
 DAEMONIC = (
@@ -226,8 +228,6 @@ def environment_digest() -> str:
 
     from jupyter_core.paths import jupyter_path
 
-    import seqlab
-
     seen = [socket.gethostname(), sys.executable, sys.prefix, sys.version]
     seen.append(sorted((k, v) for k, v in os.environ.items() if DECISIVE_ENV.match(k) or k in sandbox.KEEP_ENV))
 
@@ -244,7 +244,7 @@ def environment_digest() -> str:
     installed = {sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"], *site.getsitepackages()}
     for folder in sorted(installed | {site.getusersitepackages()}):
         entries(Path(folder), deep=False)
-    entries(Path(seqlab.__file__).parent, deep=True)
+    entries(Path(__file__).resolve().parents[1], deep=True)  # the seqlab package, this file's
     for folder in jupyter_path("kernels"):
         entries(Path(folder), deep=True)
     entries(Path.home() / ".ipython" / "profile_default" / "startup", deep=True)
@@ -253,12 +253,13 @@ def environment_digest() -> str:
     return hashlib.sha256(repr(seen).encode()).hexdigest()
 
 
-def exercise_digest(fingerprint: dict, exercise: str, source: str, release: str) -> str:
-    """SHA-256 of what a self-check of ``exercise`` grades with: the course's nbgrader_config.py, the
-    exercise's release and its solution (from :func:`course_fingerprint`'s hashes)."""
+def exercise_digest(fingerprint: dict, exercise: str, source: str, release: str, nbgrader_args=()) -> str:
+    """SHA-256 of what a self-check of ``exercise`` vouches for: the course's nbgrader_config.py, the
+    exercise's release and its solution (from :func:`course_fingerprint`'s hashes), and the options given
+    to nbgrader after ``--`` (a check made under other options says nothing of these)."""
     wanted = ("nbgrader_config.py", f"{release}/{exercise}/", f"{source}/{exercise}/")
     parts = sorted((path, digest) for path, digest in fingerprint.items() if path.startswith(wanted))
-    return hashlib.sha256(repr(parts).encode()).hexdigest()
+    return hashlib.sha256(repr([parts, list(nbgrader_args)]).encode()).hexdigest()
 
 
 def self_check(root: Path, exercise: str, source: str, release: str, processes) -> str | None:
@@ -347,13 +348,14 @@ def grade_submission(job: dict) -> dict:
         reply.update(worker=worker.address, seconds=seconds)
         notebooks = sorted(glob.glob(os.path.join(glob.escape(str(autograded)), "*.ipynb")))
         broken = [b for nb in notebooks for b in broken_course_cells(Path(nb))] if reply["success"] else []
-        if broken:
-            shutil.rmtree(autograded, ignore_errors=True)
-            plugin.distrust()
-            raise BrokenGrading(
-                f"a locked cell of {exercise} raised on {worker.address} (the environment, not the student): "
-                + "; ".join(broken)
-            )
+        if broken:  # the environment's fault, unless this worker's own check, now, says it grades well
+            if plugin.recheck(exercise) is not None:
+                shutil.rmtree(autograded, ignore_errors=True)
+                raise BrokenGrading(
+                    f"a locked cell of {exercise} raised on {worker.address} (the environment, not the student): "
+                    + "; ".join(broken)
+                )
+            # it does: the submission broke the course's cells itself (a torch.py beside the notebook, say)
         if reply["success"]:
             reply["score"], reply["max_score"] = scores(job["db_url"], job["course_id"], exercise, student)
             if reply["score"] is not None and autograded.is_dir():
@@ -478,6 +480,15 @@ class Records:
             connection.execute(
                 t.delete().where(t.c.course_id == self.course_id, t.c.exercise == exercise, t.c.student == student)
             )
+
+    def forget_all(self, keys) -> None:
+        """Forget the records of ``keys`` (``(exercise, student)`` pairs), in one transaction."""
+        t = self.table
+        with self.engine.begin() as connection:
+            for exercise, student in keys:
+                connection.execute(
+                    t.delete().where(t.c.course_id == self.course_id, t.c.exercise == exercise, t.c.student == student)
+                )
 
     def remember(self, exercise: str, student: str, digests: tuple, seconds: float) -> None:
         self.forget(exercise, student)

@@ -470,7 +470,6 @@ class KernelSession:
         return folder
 
     def close(self) -> None:
-        _open_sessions.discard(self)
         if self.cgroup is not None:
             self.cgroup.remove()
             self.cgroup = None
@@ -480,6 +479,8 @@ class KernelSession:
         shutil.rmtree(self.root, ignore_errors=True)
         if self.lease is not None:
             self.lease.release()
+            self.lease = None
+        _open_sessions.discard(self)  # last: a close cut short can be done again
 
     def __enter__(self):
         return self
