@@ -186,6 +186,15 @@ def grade_class(course: Path, *args, wait=True):
     return json.loads(report.read_text()) | {"output": said, "status": done.returncode}
 
 
+def ended(process, out) -> str:
+    """What a ``grade_class(..., wait=False)`` run printed, once it has ended (killed, if it had not)."""
+    if process.poll() is None:
+        process.kill()
+        process.wait()
+    out.seek(0)
+    return out.read()
+
+
 def by_status(report) -> dict:
     found = {}
     for s in report["submissions"]:
@@ -368,11 +377,7 @@ def test_a_worker_killed_while_it_grades_loses_nothing(cluster, reference, grade
         cluster.workers[victim].wait(timeout=60)
         process.wait(timeout=HANG)
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-    out.seek(0)
-    output = out.read()
+        output = ended(process, out)
     deadline = time.monotonic() + 20  # its grading process notices within a second, and stops its kernels
     while alive(kernels) and time.monotonic() < deadline:
         time.sleep(0.5)
@@ -423,11 +428,7 @@ def test_a_lost_scheduler_ends_the_run_and_a_rerun_grades_the_rest(cluster, refe
         process.wait(timeout=HANG)
         stopped_after = time.monotonic() - killed
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-    out.seek(0)
-    output = out.read()
+        output = ended(process, out)
     for worker in list(cluster.workers.values()):  # the workers went with their scheduler; none grades on
         cluster.stop(worker)
     first = json.loads(report.read_text())

@@ -449,20 +449,27 @@ def _graded_table(metadata):
     )
 
 
+def _engine_with(table, db_url: str):
+    """An engine on the gradebook at ``db_url``, with ``table`` made there if it was not."""
+    from sqlalchemy import create_engine
+    from sqlalchemy.exc import DatabaseError
+
+    engine = create_engine(db_url, future=True)
+    try:
+        table.create(engine, checkfirst=True)
+    except DatabaseError:  # another worker created it at the same moment
+        table.create(engine, checkfirst=True)
+    return engine
+
+
 class Records:
     """The ``seqlab_graded`` table: what was graded, from which files, against which exercise."""
 
     def __init__(self, db_url: str, course_id: str):
-        from sqlalchemy import MetaData, create_engine
-        from sqlalchemy.exc import DatabaseError
+        from sqlalchemy import MetaData
 
-        self.engine = create_engine(db_url, future=True)
         self.table = _graded_table(MetaData())
-        self.course_id = course_id
-        try:
-            self.table.create(self.engine, checkfirst=True)
-        except DatabaseError:  # another grader created it at the same moment
-            self.table.create(self.engine, checkfirst=True)
+        self.engine, self.course_id = _engine_with(self.table, db_url), course_id
 
     def all(self) -> dict:
         """``{(exercise, student): (submission sha256, exercise sha256)}`` of this course."""
@@ -475,11 +482,7 @@ class Records:
         return {(r.exercise, r.student): (r.submission_sha256, r.exercise_sha256) for r in rows}
 
     def forget(self, exercise: str, student: str) -> None:
-        t = self.table
-        with self.engine.begin() as connection:
-            connection.execute(
-                t.delete().where(t.c.course_id == self.course_id, t.c.exercise == exercise, t.c.student == student)
-            )
+        self.forget_all([(exercise, student)])
 
     def forget_all(self, keys) -> None:
         """Forget the records of ``keys`` (``(exercise, student)`` pairs), in one transaction."""
@@ -513,10 +516,8 @@ class SelfChecks:
     course had it (see :meth:`GradingWorker._check`)."""
 
     def __init__(self, db_url: str, course_id: str):
-        from sqlalchemy import Column, DateTime, MetaData, String, Table, create_engine
-        from sqlalchemy.exc import DatabaseError
+        from sqlalchemy import Column, DateTime, MetaData, String, Table
 
-        self.engine = create_engine(db_url, future=True)
         self.table = Table(
             SELF_CHECKS_TABLE,
             MetaData(),
@@ -527,11 +528,7 @@ class SelfChecks:
             Column("worker", String(256)),
             Column("checked_at", DateTime, nullable=False),
         )
-        self.course_id = course_id
-        try:
-            self.table.create(self.engine, checkfirst=True)
-        except DatabaseError:  # another worker created it at the same moment
-            self.table.create(self.engine, checkfirst=True)
+        self.engine, self.course_id = _engine_with(self.table, db_url), course_id
 
     def passed(self, environment: str, exercise: str, course: str) -> bool:
         from sqlalchemy import select
